@@ -1,0 +1,65 @@
+# runtime_sandbox — every target installs what it needs first (scripts/setup.sh is idempotent).
+PG_MAJOR    ?= 15
+PG_CONFIG   ?= /usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config
+# Clusters live under /tmp: the postgres user must be able to enter them.
+TEST_PGDATA ?= /tmp/runtime_sandbox-pgrx/data
+DEMO_DIR    ?= /tmp/runtime_sandbox-demo
+DEMO_PORT   ?= 28815
+IT_DIR      ?= /tmp/runtime_sandbox-it
+PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
+
+.PHONY: setup build install install-dev test test-core test-pg test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	cargo build --features pg$(PG_MAJOR)
+
+## Install into the server whose pg_config is $(PG_CONFIG) (an existing server: `make install PG_CONFIG=...`).
+install: setup
+	cargo pgrx install --release --pg-config $(PG_CONFIG)
+
+install-dev: setup
+	cargo pgrx install --pg-config $(PG_CONFIG)
+
+## All tests: the pure core, the SQL layer inside PostgreSQL, then real-connection integration tests.
+test: setup test-core test-pg test-integration
+
+test-core:
+	cargo test --lib --features pg$(PG_MAJOR)
+
+test-pg:
+	rm -rf $(dir $(TEST_PGDATA))
+	cargo pgrx test pg$(PG_MAJOR) --runas postgres --pgdata $(TEST_PGDATA)
+
+test-integration: install-dev
+	RUNTIME_SANDBOX_IT_DIR=$(IT_DIR) cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
+
+demo: install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@scripts/demo.sh "$(PSQL)"
+	@echo
+	@echo "Connect to the demo cluster with:"
+	@echo "  $(PSQL) postgres"
+	@echo "Stop it with: make demo-stop"
+
+demo-stop:
+	@scripts/cluster.sh stop $(DEMO_DIR)
+
+bench: bench-stock bench-reconcile bench-backfill
+
+bench-stock: install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/stock.sh "$(PSQL)"
+
+bench-reconcile: install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/reconcile.sh "$(PSQL)"
+
+bench-backfill: install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/backfill.sh "$(PSQL)"
+
+clean:
+	cargo clean

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what building and testing runtime_sandbox needs, and nothing twice.
+# Safe to run on every `make`: each step checks before it acts.
+set -euo pipefail
+
+PG_MAJOR=15
+PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config"
+PGRX_VERSION=0.18.1
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+packages=(postgresql-${PG_MAJOR} postgresql-server-dev-${PG_MAJOR} postgresql-${PG_MAJOR}-cron libclang-dev sudo)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
+  echo "setup: installing cargo-pgrx $PGRX_VERSION (about 5 minutes)"
+  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+fi
+
+if ! grep -qs "pg${PG_MAJOR}" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+  echo "setup: cargo pgrx init --pg${PG_MAJOR}"
+  cargo pgrx init --pg${PG_MAJOR} "$PG_CONFIG"
+fi

@@ -1,0 +1,93 @@
+//! Argument checks shared by every capability (pure Rust, no pgrx types).
+
+use std::fmt;
+
+/// A bad argument: which one, and what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError {
+    pub argument: &'static str,
+    pub reason: String,
+}
+
+impl ArgError {
+    pub fn new(argument: &'static str, reason: impl Into<String>) -> Self {
+        Self { argument, reason: reason.into() }
+    }
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid argument {}: {}", self.argument, self.reason)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// PostgreSQL truncates longer names silently; refuse them instead.
+const MAX_IDENTIFIER_BYTES: usize = 63;
+
+/// A schema name that matched the application's `^[A-Za-z_][A-Za-z0-9_]*$`,
+/// kept with its quoted form for SQL text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaName {
+    pub name: String,
+    pub quoted: String,
+}
+
+/// Validate a schema argument as a plain identifier and quote it.
+pub fn schema_name(argument: &'static str, value: &str) -> Result<SchemaName, ArgError> {
+    let mut chars = value.chars();
+    let plain = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return Err(ArgError::new(
+            argument,
+            format!("{value:?} is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
+        ));
+    }
+    if value.len() > MAX_IDENTIFIER_BYTES {
+        return Err(ArgError::new(argument, format!("{value:?} is longer than {MAX_IDENTIFIER_BYTES} bytes")));
+    }
+    Ok(SchemaName { name: value.to_owned(), quoted: format!("\"{value}\"") })
+}
+
+/// `batch_size` is an integer from 1 through 1000 everywhere.
+pub const MAX_BATCH_SIZE: i32 = 1000;
+
+pub fn batch_size(value: i32) -> Result<i32, ArgError> {
+    if (1..=MAX_BATCH_SIZE).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ArgError::new("batch_size", format!("must be an integer from 1 through {MAX_BATCH_SIZE}, got {value}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_identifiers_are_quoted() {
+        let s = schema_name("ledger_schema", "runtime_scheduler").unwrap();
+        assert_eq!(s.quoted, "\"runtime_scheduler\"");
+        assert_eq!(schema_name("ledger_schema", "_A9").unwrap().name, "_A9");
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_the_argument_name() {
+        for bad in ["", "1abc", "a-b", "a b", "x\"; DROP TABLE t; --", "é", "a.b", &"a".repeat(64)] {
+            let err = schema_name("ledger_schema", bad).unwrap_err();
+            assert_eq!(err.argument, "ledger_schema");
+            assert!(err.to_string().starts_with("invalid argument ledger_schema:"), "{err}");
+        }
+    }
+
+    #[test]
+    fn batch_size_bounds() {
+        assert_eq!(batch_size(1), Ok(1));
+        assert_eq!(batch_size(1000), Ok(1000));
+        assert!(batch_size(0).is_err());
+        assert!(batch_size(1001).is_err());
+        assert!(batch_size(-5).unwrap_err().to_string().contains("batch_size"));
+    }
+}

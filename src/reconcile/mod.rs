@@ -1,0 +1,1 @@
+//! Reconciliation of a provider inventory (Daytona) against the sandbox ledger.

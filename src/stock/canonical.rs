@@ -1,0 +1,258 @@
+//! `stableJson` and `stockHash`, bit for bit as the application computes them.
+//!
+//! The application reads a `jsonb` column through node-postgres, so what it
+//! hashes is `JSON.parse(jsonb_out(value))`. Three JavaScript facts follow:
+//! numbers are doubles printed by `Number#toString`, strings are escaped by
+//! `JSON.stringify`, and `Object.keys` lists array-index keys first (ascending)
+//! and then the other keys in the order jsonb printed them (shorter first, then
+//! bytewise). `stableJson` then stable-sorts those keys with `localeCompare`
+//! (ICU, en-US), so keys that collate equal keep that `Object.keys` order.
+
+use super::json::{self, Value};
+use icu_collator::options::CollatorOptions;
+use icu_collator::{Collator, CollatorBorrowed};
+use sha2::{Digest, Sha256};
+use std::cmp::Ordering;
+use std::sync::OnceLock;
+
+pub use super::json::ParseError;
+
+fn collator() -> &'static CollatorBorrowed<'static> {
+    static COLLATOR: OnceLock<CollatorBorrowed<'static>> = OnceLock::new();
+    COLLATOR.get_or_init(|| {
+        // `localeCompare` with no arguments: the en-US tailoring (which is root),
+        // tertiary strength, punctuation not ignored.
+        Collator::try_new(icu_locale_core::locale!("en-US").into(), CollatorOptions::default())
+            .expect("compiled ICU4X collation data for en-US")
+    })
+}
+
+/// `String.prototype.localeCompare` in en-US, as a Rust ordering.
+pub fn locale_compare(left: &str, right: &str) -> Ordering {
+    collator().compare(left, right)
+}
+
+/// Sort keys as `Object.keys(x).sort((a, b) => a.localeCompare(b))` would.
+pub fn sort_keys_like_javascript(keys: &mut [&str]) {
+    keys.sort_by(|a, b| object_keys_order(a, b));
+    keys.sort_by(|a, b| locale_compare(a, b)); // stable: ties keep Object.keys order
+}
+
+/// The canonical text of a JSON document (`stableJson(JSON.parse(text))`).
+pub fn stable_json(text: &str) -> Result<String, ParseError> {
+    let value = json::parse(text)?;
+    let mut out = String::with_capacity(text.len());
+    write_value(&value, &mut out);
+    Ok(out)
+}
+
+/// `"sha256:" + hex(sha256(stableJson(JSON.parse(text))))`.
+pub fn stock_hash(text: &str) -> Result<String, ParseError> {
+    Ok(hash_canonical(&stable_json(text)?))
+}
+
+/// The stock hash of text that is already canonical.
+pub fn hash_canonical(canonical: &str) -> String {
+    let digest = Sha256::digest(canonical.as_bytes());
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for byte in digest {
+        out.push(HEX[(byte >> 4) as usize] as char);
+        out.push(HEX[(byte & 0xf) as usize] as char);
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A JavaScript array index: the canonical decimal text of an integer in 0..2^32-1.
+fn array_index(key: &str) -> Option<u32> {
+    let b = key.as_bytes();
+    if b.is_empty() || b.len() > 10 || (b.len() > 1 && b[0] == b'0') || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    (n < u32::MAX as u64).then_some(n as u32)
+}
+
+/// The order `Object.keys` reports for an object parsed from jsonb text.
+fn object_keys_order(a: &str, b: &str) -> Ordering {
+    match (array_index(a), array_index(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        // jsonb's own key order: length first, then bytes.
+        (None, None) => a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes())),
+    }
+}
+
+fn write_value(value: &Value<'_>, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(text) => write_number(text, out),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            // JSON.parse keeps the last of duplicate keys (jsonb already did).
+            let mut entries: Vec<(&str, &Value<'_>)> = Vec::with_capacity(members.len());
+            for (key, member) in members {
+                match entries.iter_mut().find(|(k, _)| *k == key.as_ref()) {
+                    Some(slot) => slot.1 = member,
+                    None => entries.push((key.as_ref(), member)),
+                }
+            }
+            entries.sort_by(|a, b| object_keys_order(a.0, b.0));
+            entries.sort_by(|a, b| locale_compare(a.0, b.0));
+            out.push('{');
+            for (i, (key, member)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                write_value(member, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// `JSON.stringify(Number(text))`.
+pub fn write_number(text: &str, out: &mut String) {
+    let parsed: f64 = text.parse().unwrap_or(f64::NAN);
+    if !parsed.is_finite() {
+        out.push_str("null"); // JSON.stringify(Infinity) === "null"
+    } else if parsed == 0.0 {
+        out.push('0'); // -0 prints as 0
+    } else {
+        out.push_str(ryu_js::Buffer::new().format_finite(parsed));
+    }
+}
+
+/// `JSON.stringify(string)`.
+pub fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escape.is_empty() {
+            out.push_str("\\u00");
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 0xf) as usize] as char);
+        } else {
+            out.push_str(escape);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(text: &str) -> String {
+        stable_json(text).unwrap()
+    }
+
+    #[test]
+    fn application_vectors() {
+        assert_eq!(
+            stock_hash(r#"{"a":1,"b":{"c":2}}"#).unwrap(),
+            "sha256:007f2c1c104514608c3cdf42ec59d710d0888592c1d1f72437d9b075093617b8"
+        );
+        assert_eq!(
+            stock_hash(r#"{"image":"node:20","packages":["git"]}"#).unwrap(),
+            "sha256:dfb71ca3591ef80c86fec970ecd38146d1d43794f0307c5dfb4a36478ac700b3"
+        );
+        assert_eq!(
+            stock_hash(r#"{"name":"Daytona","description":"Managed Daytona sandbox environment.","config":{"target":"us","provider":"daytona"},"metadata":{"managedByPaperclip":true,"managedKubernetesSandbox":null,"managedSandboxProvider":"daytona"},"status":"active"}"#).unwrap(),
+            "sha256:2c054730c82fd5f741172d425fada5832bea988ab8008a86088cc04f0d8fcc5f"
+        );
+    }
+
+    #[test]
+    fn keys_follow_icu_not_code_units() {
+        let expected = [
+            "_x", "$y", "1", "10", "9", "a", "A", "a_b", "a-b", "ab", "aB", "alpha", "b", "B", "e", "é", "f", "Zeta",
+        ];
+        let mut keys: Vec<&str> = expected.iter().rev().copied().collect();
+        sort_keys_like_javascript(&mut keys);
+        assert_eq!(keys, expected);
+    }
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        for (input, expected) in [
+            ("1.0", "1"),
+            ("1e21", "1e+21"),
+            ("123456789012345678901234567890", "1.2345678901234568e+29"),
+            ("1e-7", "1e-7"),
+            ("0.000001", "0.000001"),
+            ("-0", "0"),
+            ("-0.0", "0"),
+            ("1e400", "null"),
+            ("12345678901234567890", "12345678901234567000"),
+            ("0.1", "0.1"),
+            ("100", "100"),
+            ("1.5e300", "1.5e+300"),
+            ("-2.50", "-2.5"),
+            ("9007199254740993", "9007199254740992"),
+        ] {
+            assert_eq!(canon(input), expected, "number {input}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify() {
+        assert_eq!(canon(r#""a\"b\\c\/d""#), r#""a\"b\\c/d""#);
+        assert_eq!(canon(r#""\b\f\n\r\t""#), r#""\b\f\n\r\t""#);
+        assert_eq!(canon(r#""\u0001\u001f\u007f""#), "\"\\u0001\\u001f\u{7f}\"");
+        assert_eq!(canon(r#""é ✓ \u2028""#), "\"é ✓ \u{2028}\"");
+    }
+
+    #[test]
+    fn integer_keys_come_first_when_collation_ties() {
+        // "1" and "1\u0001" collate equal (U+0001 is ignorable); JS lists the array index "1" first anyway.
+        assert_eq!(canon("{\"1\\u0001\":1,\"1\":2}"), "{\"1\":2,\"1\\u0001\":1}");
+        // Non-index keys that tie keep jsonb order: shorter first.
+        assert_eq!(canon("{\"a\\u0001\":1,\"a\":2}"), "{\"a\":2,\"a\\u0001\":1}");
+    }
+
+    #[test]
+    fn no_whitespace_and_arrays_in_order() {
+        assert_eq!(canon(r#"{ "b" : [3, 1, {"y":1, "x":2}], "a" : null }"#), r#"{"a":null,"b":[3,1,{"x":2,"y":1}]}"#);
+        assert_eq!(canon("[]"), "[]");
+        assert_eq!(canon("{}"), "{}");
+        assert_eq!(canon("true"), "true");
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last() {
+        assert_eq!(canon(r#"{"a":1,"a":2}"#), r#"{"a":2}"#);
+    }
+}

@@ -1,0 +1,1 @@
+//! Managed sandbox environment reconciliation on the application's tables.
