@@ -34,6 +34,7 @@ test-pg:
 	cargo pgrx test pg$(PG_MAJOR) --runas postgres --pgdata $(TEST_PGDATA)
 
 test-integration: install-dev
+	@scripts/cluster.sh stop $(IT_DIR)
 	RUNTIME_SANDBOX_IT_DIR=$(IT_DIR) cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
 
 demo: install
