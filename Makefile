@@ -6,6 +6,8 @@ TEST_PGDATA ?= /tmp/runtime_sandbox-pgrx/data
 DEMO_DIR    ?= /tmp/runtime_sandbox-demo
 DEMO_PORT   ?= 28815
 IT_DIR      ?= /tmp/runtime_sandbox-it
+# `make test-pg PGTEST_FILTER=backfill_` runs only the SQL tests whose names contain it.
+PGTEST_FILTER ?=
 PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
 
 .PHONY: setup build install install-dev test test-core test-pg test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
@@ -31,7 +33,7 @@ test-core:
 
 test-pg:
 	rm -rf $(dir $(TEST_PGDATA))
-	cargo pgrx test pg$(PG_MAJOR) --runas postgres --pgdata $(TEST_PGDATA)
+	cargo pgrx test pg$(PG_MAJOR) $(PGTEST_FILTER) --runas postgres --pgdata $(TEST_PGDATA)
 
 test-integration: install-dev
 	@scripts/cluster.sh stop $(IT_DIR)
