@@ -256,3 +256,182 @@ mod tests {
         assert_eq!(canon(r#"{"a":1,"a":2}"#), r#"{"a":2}"#);
     }
 }
+
+#[cfg(test)]
+mod javascript_parity {
+    //! The same documents hashed by this crate and by real Node (the machine's
+    //! `node`, with its own ICU), so parity is checked against JavaScript itself.
+
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, TestRunner};
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    /// Print a generated document the way `jsonb_out` would: keys deduplicated
+    /// and in jsonb order (shorter first, then bytewise), single spaces.
+    fn jsonb_text(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes())));
+                out.push('{');
+                for (i, k) in keys.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&serde_json::to_string(k).unwrap());
+                    out.push_str(": ");
+                    jsonb_text(&map[*k], out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    jsonb_text(v, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    fn node_hashes(docs: &[String]) -> Vec<(String, String)> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/src/stock/testdata/stable_json.js");
+        let mut child = Command::new("node")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node (20+) must be installed to check parity with JavaScript");
+        child.stdin.take().unwrap().write_all(docs.join("\n").as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "node failed");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (hash, text) = l.split_once('\t').unwrap();
+                (hash.to_string(), serde_json::from_str::<String>(text).unwrap())
+            })
+            .collect()
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "_x", "$y", "1", "10", "9", "01", "4294967294", "4294967295", "a", "A", "a_b", "a-b", "ab", "aB",
+                "alpha", "b", "B", "e", "é", "e\u{301}", "f", "Zeta", "", " ", "ß", "ss", "Å", "z\u{1}", "z", "日本",
+                "😀", "a\"b", "back\\slash", "tab\tkey", "co-op", "coop", "co_op", "-", "--", "ä", "æ", "ﬁ", "fi",
+            ])
+            .prop_map(str::to_string),
+            "[a-zA-Z0-9_$ .:/-]{0,8}",
+            "\\PC{0,4}",
+        ]
+    }
+
+    fn number() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(serde_json::Value::from),
+            prop::sample::select(vec!["1e21", "1e-7", "0.000001", "123456789012345678901234567890", "1.0", "-0", "5e-324", "1.7976931348623157e308", "0.1", "100", "1e400"])
+                .prop_map(|s| serde_json::from_str(s).unwrap_or(serde_json::Value::Null)),
+        ]
+    }
+
+    fn document() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            number(),
+            "\\PC{0,6}".prop_map(serde_json::Value::String),
+            "[\u{1}-\u{1f}\"\\\\/\u{7f}\u{2028}é]{0,6}".prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::Array),
+                prop::collection::vec((key(), inner), 0..8)
+                    .prop_map(|members| serde_json::Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    #[test]
+    fn hashes_equal_node_on_generated_documents() {
+        let mut runner = TestRunner::new(Config { cases: 1, ..Config::default() });
+        let mut docs = Vec::new();
+        for _ in 0..400 {
+            let tree = document().new_tree(&mut runner).unwrap();
+            let mut text = String::new();
+            jsonb_text(&tree.current(), &mut text);
+            docs.push(text);
+        }
+        // The issue's own traps, as jsonb would print them.
+        for fixed in [
+            r#"{"9": 1, "_x": 2, "$y": 3, "10": 4, "a-b": 5, "a_b": 6, "Zeta": 7}"#,
+            r#"{"a": 1.0, "b": 1e21, "c": 123456789012345678901234567890, "d": 1e-7, "e": 0.000001}"#,
+            r#"{"s": "\b\f\n\r\t\u0001\u001f/\"\\é\u2028"}"#,
+            r#"{"1": 1, "1\u0001": 2, "a": 3, "a\u0001": 4}"#,
+        ] {
+            docs.push(fixed.to_string());
+        }
+        let node = node_hashes(&docs);
+        assert_eq!(node.len(), docs.len());
+        for (doc, (node_hash, node_text)) in docs.iter().zip(node) {
+            assert_eq!(stable_json(doc).unwrap(), node_text, "stable_json differs from Node for {doc}");
+            assert_eq!(stock_hash(doc).unwrap(), node_hash, "hash differs from Node for {doc}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn key_order_in_the_input_does_not_change_the_hash(doc in document(), seed in any::<u64>()) {
+            // Re-emit every object with its members rotated: JSON.parse would see
+            // another insertion order, the canonical text must not change.
+            fn rotated(value: &serde_json::Value, seed: u64) -> String {
+                match value {
+                    serde_json::Value::Object(map) => {
+                        let mut members: Vec<_> = map.iter().collect();
+                        if !members.is_empty() {
+                            let n = (seed as usize) % members.len();
+                            members.rotate_left(n);
+                        }
+                        let body: Vec<String> = members.iter()
+                            .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), rotated(v, seed / 3 + 1)))
+                            .collect();
+                        format!("{{{}}}", body.join(","))
+                    }
+                    serde_json::Value::Array(items) => {
+                        format!("[{}]", items.iter().map(|v| rotated(v, seed)).collect::<Vec<_>>().join(","))
+                    }
+                    other => other.to_string(),
+                }
+            }
+            let mut base = String::new();
+            jsonb_text(&doc, &mut base);
+            let shuffled = rotated(&doc, seed);
+            // Keys that collate equal are the one place input order may matter; the
+            // generated keys only tie when identical after ignorable characters.
+            let a = stable_json(&base).unwrap();
+            let b = stable_json(&shuffled).unwrap();
+            prop_assert_eq!(a, b);
+        }
+
+        #[test]
+        fn canonical_text_is_a_fixed_point(doc in document()) {
+            let mut text = String::new();
+            jsonb_text(&doc, &mut text);
+            let canonical = stable_json(&text).unwrap();
+            // Canonical text is a fixed point and still valid JSON.
+            prop_assert_eq!(&stable_json(&canonical).unwrap(), &canonical);
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&canonical).is_ok());
+            let hash = stock_hash(&text).unwrap();
+            prop_assert!(hash.starts_with("sha256:") && hash.len() == 71 && hash[7..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        }
+    }
+}
