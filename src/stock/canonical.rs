@@ -12,7 +12,11 @@ use super::json::{self, Value};
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 pub use super::json::ParseError;
@@ -32,10 +36,9 @@ pub fn locale_compare(left: &str, right: &str) -> Ordering {
     collator().compare(left, right)
 }
 
-/// Sort keys as `Object.keys(x).sort((a, b) => a.localeCompare(b))` would.
-pub fn sort_keys_like_javascript(keys: &mut [&str]) {
-    keys.sort_by(|a, b| object_keys_order(a, b));
-    keys.sort_by(|a, b| locale_compare(a, b)); // stable: ties keep Object.keys order
+/// Distinct keys sorted as `Object.keys(x).sort((a, b) => a.localeCompare(b))` would.
+pub fn sort_keys_like_javascript<K: AsRef<str> + Clone>(keys: &[K]) -> Vec<K> {
+    member_order(keys).into_iter().map(|i| keys[i as usize].clone()).collect()
 }
 
 /// The canonical text of a JSON document (`stableJson(JSON.parse(text))`).
@@ -104,28 +107,68 @@ fn write_value(value: &Value<'_>, out: &mut String) {
             out.push(']');
         }
         Value::Object(members) => {
-            // JSON.parse keeps the last of duplicate keys (jsonb already did).
-            let mut entries: Vec<(&str, &Value<'_>)> = Vec::with_capacity(members.len());
-            for (key, member) in members {
-                match entries.iter_mut().find(|(k, _)| *k == key.as_ref()) {
-                    Some(slot) => slot.1 = member,
-                    None => entries.push((key.as_ref(), member)),
-                }
-            }
-            entries.sort_by(|a, b| object_keys_order(a.0, b.0));
-            entries.sort_by(|a, b| locale_compare(a.0, b.0));
             out.push('{');
-            for (i, (key, member)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
+            with_member_order(members, |order| {
+                for (i, &index) in order.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let (key, member) = &members[index as usize];
+                    write_string(key, out);
+                    out.push(':');
+                    write_value(member, out);
                 }
-                write_string(key, out);
-                out.push(':');
-                write_value(member, out);
-            }
+            });
             out.push('}');
         }
     }
+}
+
+/// The order stableJson prints an object's members in, as indices into the
+/// members as they arrived: duplicates resolved to the last one (JSON.parse),
+/// `Object.keys` order, then a stable `localeCompare` sort.
+pub fn member_order<K: AsRef<str>>(keys: &[K]) -> Vec<u32> {
+    let mut order: Vec<u32> = Vec::with_capacity(keys.len());
+    for (index, key) in keys.iter().enumerate() {
+        match order.iter_mut().find(|i| keys[**i as usize].as_ref() == key.as_ref()) {
+            Some(slot) => *slot = index as u32,
+            None => order.push(index as u32),
+        }
+    }
+    order.sort_by(|a, b| object_keys_order(keys[*a as usize].as_ref(), keys[*b as usize].as_ref()));
+    order.sort_by(|a, b| locale_compare(keys[*a as usize].as_ref(), keys[*b as usize].as_ref()));
+    order
+}
+
+/// Documents in one table share a few shapes, and collation is most of the
+/// cost, so each backend remembers the order for the key lists it has seen.
+const ORDER_CACHE_ENTRIES: usize = 4096;
+
+thread_local! {
+    static ORDER_CACHE: RefCell<HashMap<Vec<u8>, Rc<[u32]>>> = RefCell::new(HashMap::new());
+}
+
+fn with_member_order<R>(members: &[(Cow<'_, str>, Value<'_>)], f: impl FnOnce(&[u32]) -> R) -> R {
+    // The key list, length-prefixed so no two lists share a signature.
+    let mut signature = Vec::with_capacity(members.iter().map(|(k, _)| k.len() + 4).sum());
+    for (key, _) in members {
+        signature.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        signature.extend_from_slice(key.as_bytes());
+    }
+    let cached = ORDER_CACHE.with(|cache| cache.borrow().get(&signature).cloned());
+    let order = cached.unwrap_or_else(|| {
+        let keys: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
+        let order: Rc<[u32]> = member_order(&keys).into();
+        ORDER_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() >= ORDER_CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(signature, order.clone());
+        });
+        order
+    });
+    f(&order)
 }
 
 /// `JSON.stringify(Number(text))`.
@@ -200,9 +243,8 @@ mod tests {
         let expected = [
             "_x", "$y", "1", "10", "9", "a", "A", "a_b", "a-b", "ab", "aB", "alpha", "b", "B", "e", "é", "f", "Zeta",
         ];
-        let mut keys: Vec<&str> = expected.iter().rev().copied().collect();
-        sort_keys_like_javascript(&mut keys);
-        assert_eq!(keys, expected);
+        let keys: Vec<&str> = expected.iter().rev().copied().collect();
+        assert_eq!(sort_keys_like_javascript(&keys), expected);
     }
 
     #[test]

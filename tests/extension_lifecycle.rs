@@ -1,0 +1,85 @@
+//! The extension as a user meets it: CREATE, call without search_path, privileges,
+//! and DROP EXTENSION keeping the ledger's data.
+
+mod common;
+
+#[test]
+fn functions_work_without_the_extension_schema_on_search_path() {
+    let db = common::fresh_database("it_ext_search_path");
+    let mut c = common::connect(&db);
+    c.batch_execute("SET search_path = public").unwrap();
+    let hash: String = c
+        .query_one(r#"SELECT runtime_sandbox.stock_hash('{"a":1,"b":{"c":2}}')"#, &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(hash, "sha256:007f2c1c104514608c3cdf42ec59d710d0888592c1d1f72437d9b075093617b8");
+    let status: String = c
+        .query_one("SELECT runtime_sandbox.managed_resource_status('r', 'h', 'h', 'x')::text", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(status, "stock_update_available");
+}
+
+#[test]
+fn ledger_data_survives_drop_extension() {
+    let db = common::fresh_database("it_ext_drop_keeps_ledger");
+    let mut c = common::connect(&db);
+    c.batch_execute(
+        "SELECT runtime_sandbox.install_ledger('ledger_keep');
+         SELECT runtime_sandbox.install_ledger('ledger_keep'); -- idempotent
+         INSERT INTO ledger_keep.runs (run_id, org_id) VALUES ('run-1', 'org-1');
+         DROP EXTENSION runtime_sandbox;",
+    )
+    .unwrap();
+    let runs: i64 = c.query_one("SELECT count(*) FROM ledger_keep.runs", &[]).unwrap().get(0);
+    assert_eq!(runs, 1, "ledger tables are user tables, not extension members");
+}
+
+#[test]
+fn writing_functions_are_not_granted_to_public() {
+    let db = common::fresh_database("it_ext_privileges");
+    let mut c = common::connect(&db);
+    c.batch_execute(
+        "DROP ROLE IF EXISTS rs_reader; CREATE ROLE rs_reader LOGIN;
+         GRANT CONNECT ON DATABASE it_ext_privileges TO rs_reader;",
+    )
+    .unwrap();
+    let mut reader = postgres::Client::connect(
+        &format!("host=127.0.0.1 port={} user=rs_reader dbname={db}", common::PORT),
+        postgres::NoTls,
+    )
+    .unwrap();
+    // Pure functions are callable by anyone who can use the schema.
+    let hash: String = reader.query_one("SELECT runtime_sandbox.stock_hash('[]')", &[]).unwrap().get(0);
+    assert!(hash.starts_with("sha256:"));
+    // Anything that writes is not.
+    let err = reader.batch_execute("SELECT runtime_sandbox.install_ledger('x')").unwrap_err();
+    assert!(err.to_string().contains("permission denied"), "{err}");
+    let writers_granted_to_public: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_proc p
+              WHERE p.pronamespace = 'runtime_sandbox'::regnamespace
+                AND p.provolatile = 'v'
+                AND has_function_privilege('rs_reader', p.oid, 'EXECUTE')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(writers_granted_to_public, 0, "a volatile (writing) function is executable by PUBLIC");
+    drop(reader);
+    c.batch_execute("REVOKE ALL ON DATABASE it_ext_privileges FROM rs_reader").unwrap();
+}
+
+#[test]
+fn bad_schema_names_are_refused_with_the_argument_name() {
+    let db = common::fresh_database("it_ext_bad_schema");
+    let mut c = common::connect(&db);
+    let err = c.batch_execute(r#"SELECT runtime_sandbox.install_ledger('x"; DROP TABLE t; --')"#).unwrap_err();
+    let msg = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+    assert!(msg.contains("invalid argument ledger_schema"), "{msg}");
+    let schemas: i64 = c
+        .query_one("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'x%'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(schemas, 0);
+}
