@@ -1,10 +1,13 @@
 //! Argument types pgrx does not map the way this extension needs.
 //!
-//! `JsonbText`: a `jsonb` argument received as the text `jsonb_out` prints.
-//! pgrx's `JsonB` goes text → `serde_json::Value`, which rounds some numbers
-//! differently from `JSON.parse` and forgets key order. The stock hash needs the
-//! text itself, so this type stops at the text (the same text node-postgres
-//! hands the application).
+//! - `JsonbBytes`: a `jsonb` argument as its binary payload (what the stock
+//!   hash reads; no `jsonb_out`, no serde).
+//! - `JsonbText`: a `jsonb` argument as the text `jsonb_out` prints (the text
+//!   node-postgres hands the application).
+//! - `Name`: a `name` argument (schema names are `name`, as in the catalogs).
+//!
+//! pgrx's own `JsonB` goes text → `serde_json::Value`, which forgets jsonb's
+//! key order and rounds some numbers differently from `JSON.parse`.
 
 use pgrx::callconv::{Arg, ArgAbi};
 use pgrx::nullable::Nullable;
@@ -13,6 +16,57 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
 };
 use pgrx::prelude::*;
 use pgrx::{direct_function_call, FromDatum};
+
+/// Implement pgrx's argument plumbing for a `FromDatum` type mapped to one SQL type.
+macro_rules! sql_argument {
+    ($ty:ident, $sql:literal) => {
+        unsafe impl<'fcx> ArgAbi<'fcx> for $ty {
+            unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+                let index = arg.index();
+                unsafe { arg.unbox_arg_using_from_datum() }
+                    .unwrap_or_else(|| panic!("argument {index} must not be null"))
+            }
+
+            unsafe fn unbox_nullable_arg(arg: Arg<'_, 'fcx>) -> Nullable<Self> {
+                unsafe { arg.unbox_arg_using_from_datum() }.into()
+            }
+        }
+
+        unsafe impl SqlTranslatable for $ty {
+            const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!($ty);
+            const TYPE_ORIGIN: pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin =
+                pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin::External;
+            const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal($sql));
+            const RETURN_SQL: Result<ReturnsRef, ReturnsError> =
+                Ok(ReturnsRef::One(SqlMappingRef::literal($sql)));
+        }
+    };
+}
+
+#[derive(Debug, Clone)]
+pub struct JsonbBytes(pub Vec<u8>);
+
+impl FromDatum for JsonbBytes {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
+        if is_null {
+            return None;
+        }
+        unsafe {
+            let varlena = datum.cast_mut_ptr::<pg_sys::varlena>();
+            let detoasted = pg_sys::pg_detoast_datum_packed(varlena);
+            let payload = std::slice::from_raw_parts(
+                pgrx::vardata_any(detoasted) as *const u8,
+                pgrx::varsize_any_exhdr(detoasted),
+            )
+            .to_vec();
+            if detoasted != varlena {
+                pg_sys::pfree(detoasted.cast());
+            }
+            Some(JsonbBytes(payload))
+        }
+    }
+}
+sql_argument!(JsonbBytes, "jsonb");
 
 #[derive(Debug, Clone)]
 pub struct JsonbText(pub String);
@@ -31,27 +85,8 @@ impl FromDatum for JsonbText {
         }
     }
 }
+sql_argument!(JsonbText, "jsonb");
 
-unsafe impl<'fcx> ArgAbi<'fcx> for JsonbText {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum() }.unwrap_or_else(|| panic!("argument {index} must not be null"))
-    }
-
-    unsafe fn unbox_nullable_arg(arg: Arg<'_, 'fcx>) -> Nullable<Self> {
-        unsafe { arg.unbox_arg_using_from_datum() }.into()
-    }
-}
-
-unsafe impl SqlTranslatable for JsonbText {
-    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(JsonbText);
-    const TYPE_ORIGIN: pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin =
-        pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin::External;
-    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("jsonb"));
-    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("jsonb")));
-}
-
-/// A `name` argument (schema names are `name`, as in the catalogs).
 #[derive(Debug, Clone)]
 pub struct Name(pub String);
 
@@ -70,22 +105,4 @@ impl FromDatum for Name {
         Some(Name(name.to_string_lossy().into_owned()))
     }
 }
-
-unsafe impl<'fcx> ArgAbi<'fcx> for Name {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum() }.unwrap_or_else(|| panic!("argument {index} must not be null"))
-    }
-
-    unsafe fn unbox_nullable_arg(arg: Arg<'_, 'fcx>) -> Nullable<Self> {
-        unsafe { arg.unbox_arg_using_from_datum() }.into()
-    }
-}
-
-unsafe impl SqlTranslatable for Name {
-    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(Name);
-    const TYPE_ORIGIN: pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin =
-        pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin::External;
-    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("name"));
-    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("name")));
-}
+sql_argument!(Name, "name");

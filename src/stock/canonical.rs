@@ -43,10 +43,14 @@ pub fn sort_keys_like_javascript<K: AsRef<str> + Clone>(keys: &[K]) -> Vec<K> {
 
 /// The canonical text of a JSON document (`stableJson(JSON.parse(text))`).
 pub fn stable_json(text: &str) -> Result<String, ParseError> {
-    let value = json::parse(text)?;
-    let mut out = String::with_capacity(text.len());
-    write_value(&value, &mut out);
-    Ok(out)
+    Ok(stable_json_value(&json::parse(text)?))
+}
+
+/// The canonical text of an already decoded value (from text or from jsonb's binary form).
+pub fn stable_json_value(value: &Value<'_>) -> String {
+    let mut out = String::with_capacity(256);
+    write_value(value, &mut out);
+    out
 }
 
 /// `"sha256:" + hex(sha256(stableJson(JSON.parse(text))))`.
@@ -474,6 +478,31 @@ mod javascript_parity {
             prop_assert!(serde_json::from_str::<serde_json::Value>(&canonical).is_ok());
             let hash = stock_hash(&text).unwrap();
             prop_assert!(hash.starts_with("sha256:") && hash.len() == 71 && hash[7..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod throughput {
+    /// `STOCK_DOCS=/tmp/docs.txt cargo test --release --lib throughput -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn core_docs_per_second() {
+        let path = std::env::var("STOCK_DOCS").expect("STOCK_DOCS names a file of one jsonb text per line");
+        let text = std::fs::read_to_string(path).unwrap();
+        let docs: Vec<&str> = text.lines().collect();
+        for phase in ["parse", "canonical", "hash"] {
+            let started = std::time::Instant::now();
+            let mut sink = 0usize;
+            for doc in &docs {
+                sink += match phase {
+                    "parse" => super::json::parse(doc).map(|_| 1).unwrap(),
+                    "canonical" => super::stable_json(doc).unwrap().len(),
+                    _ => super::stock_hash(doc).unwrap().len(),
+                };
+            }
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("{phase:>10}: {:.0} docs/s ({:.2} µs/doc) [{sink}]", docs.len() as f64 / secs, secs * 1e6 / docs.len() as f64);
         }
     }
 }

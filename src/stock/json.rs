@@ -11,8 +11,8 @@ use std::fmt;
 pub enum Value<'a> {
     Null,
     Bool(bool),
-    /// The number exactly as written in the source.
-    Number(&'a str),
+    /// The number as exact decimal text (as written, or rebuilt from a numeric).
+    Number(Cow<'a, str>),
     String(Cow<'a, str>),
     Array(Vec<Value<'a>>),
     /// Members in source order; duplicates are resolved later, as `JSON.parse` does.
@@ -190,7 +190,7 @@ impl<'a> Reader<'a> {
                 return Err(self.error("expected exponent digits"));
             }
         }
-        Ok(Value::Number(&self.text[start..self.pos]))
+        Ok(Value::Number(Cow::Borrowed(&self.text[start..self.pos])))
     }
 
     fn hex4(&mut self) -> Result<u32, ParseError> {
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(m[0].0, "a");
         assert_eq!(
             m[0].1,
-            Value::Array(vec![Value::Number("1"), Value::Number("-2.5e3"), Value::Bool(true), Value::Null])
+            Value::Array(vec![Value::Number("1".into()), Value::Number("-2.5e3".into()), Value::Bool(true), Value::Null])
         );
         assert_eq!(m[1].1, Value::String(Cow::Borrowed("x\"é😀")));
     }

@@ -3,6 +3,7 @@
 
 pub mod canonical;
 pub mod json;
+pub mod jsonb_binary;
 pub mod managed;
 pub mod status;
 

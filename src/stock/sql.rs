@@ -1,22 +1,25 @@
 //! SQL surface of the stock hashes: thin wrappers over the pure core.
 
-use super::canonical;
-use crate::pg_types::JsonbText;
+use super::{canonical, jsonb_binary};
+use crate::pg_types::JsonbBytes;
 use pgrx::prelude::*;
 
-fn canonical_or_error(doc: &JsonbText) -> String {
-    canonical::stable_json(&doc.0).unwrap_or_else(|e| error!("runtime_sandbox: jsonb text did not parse: {e}"))
+fn canonical_text(doc: &JsonbBytes) -> String {
+    match jsonb_binary::decode(&doc.0) {
+        Ok(value) => canonical::stable_json_value(&value),
+        Err(e) => error!("runtime_sandbox: {e} (is the database encoding UTF8?)"),
+    }
 }
 
 /// The application's `stableJson(value)`: keys sorted by ICU `localeCompare`,
 /// numbers and strings as `JSON.stringify` prints them, no whitespace.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn stable_json(doc: JsonbText) -> String {
-    canonical_or_error(&doc)
+fn stable_json(value: JsonbBytes) -> String {
+    canonical_text(&value)
 }
 
 /// The application's `stockHash(value)`: `sha256:` + hex of `stable_json(value)`.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn stock_hash(doc: JsonbText) -> String {
-    canonical::hash_canonical(&canonical_or_error(&doc))
+fn stock_hash(value: JsonbBytes) -> String {
+    canonical::hash_canonical(&canonical_text(&value))
 }

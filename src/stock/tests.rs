@@ -89,3 +89,58 @@ fn stock_functions_are_documented_and_immutable() {
     );
     assert_eq!(undocumented, Ok(Some(0)));
 }
+
+/// The binary reader must agree with the text path (jsonb_out → parse) on every value.
+fn assert_binary_equals_text(sql_values: &str) {
+    let rows: Vec<(String, String)> = Spi::connect(|client| {
+        client
+            .select(
+                &format!("SELECT v::text, runtime_sandbox.stable_json(v) FROM ({sql_values}) AS t(v)"),
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|row| (row.get::<String>(1).unwrap().unwrap(), row.get::<String>(2).unwrap().unwrap()))
+            .collect()
+    });
+    assert!(!rows.is_empty());
+    for (text, binary) in rows {
+        assert_eq!(crate::stock::canonical::stable_json(&text).unwrap(), binary, "jsonb {text}");
+    }
+}
+
+#[pg_test]
+fn stock_binary_reader_agrees_with_text_on_numbers() {
+    assert_binary_equals_text(
+        "SELECT to_jsonb(x) FROM unnest(ARRAY[
+            0, -0, 1, -1, 0.1, 1.0, 1.50, 9999, 10000, 10001, 123456789, 1e21, 1e-7, 0.000001, 1e-400,
+            123456789012345678901234567890, -98765.4321e-30, 5e-324, 1.7976931348623157e308, 1e308, 1e309,
+            9007199254740993, 0.30000000000000004, 1234.5678e100, 1e-100, 7e-10, 1e131071
+         ]::numeric[]) AS x",
+    );
+    assert_binary_equals_text(
+        "SELECT to_jsonb((random() * 10 ^ (random() * 60 - 30))::numeric * (CASE WHEN i % 2 = 0 THEN -1 ELSE 1 END))
+           FROM generate_series(1, 2000) AS i",
+    );
+    assert_binary_equals_text("SELECT to_jsonb(i::numeric / 7) FROM generate_series(-300, 300) AS i");
+}
+
+#[pg_test]
+fn stock_binary_reader_agrees_with_text_on_documents() {
+    assert_binary_equals_text(
+        r#"SELECT d::jsonb FROM unnest(ARRAY[
+            'null', 'true', 'false', '"s"', '""', '[]', '{}', '[[[]]]', '{"a":{"b":{"c":[1,{"d":null}]}}}',
+            '{"é":1,"e":2,"E":3,"_":4,"10":5,"9":6,"":7}', '"\u0001\n\"\\/é😀"',
+            '[1, "2", [3], {"4": 4}, true, null, 1.5e300]'
+         ]) AS d"#,
+    );
+    // Large enough to be TOASTed and compressed, with more than 32 children per container
+    // (jsonb stores explicit offsets every 32 entries).
+    assert_binary_equals_text(
+        "SELECT jsonb_object_agg('key' || i, jsonb_build_array(i, 'v' || repeat('x', i % 50), i * 1.5, i % 3 = 0, NULL))
+           FROM generate_series(1, 3000) AS i",
+    );
+    assert_binary_equals_text(
+        "SELECT jsonb_agg(jsonb_build_object('n', i, 's', md5(i::text))) FROM generate_series(1, 500) AS i",
+    );
+}

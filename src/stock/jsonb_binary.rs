@@ -1,0 +1,241 @@
+//! Reads PostgreSQL's on-disk jsonb format directly (pure Rust, no server calls).
+//!
+//! `stock_hash(doc)` used to print the value with `jsonb_out` and parse the
+//! text back; reading the binary container skips both, and hands the
+//! canonicalizer what it needs: keys already in jsonb order, raw strings, and
+//! numbers as exact decimal text (rounded to a double once, like `JSON.parse`).
+//! Layout: src/include/utils/jsonb.h and src/backend/utils/adt/numeric.c.
+
+use super::json::Value;
+use std::borrow::Cow;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub &'static str);
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed jsonb: {}", self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+const JB_CMASK: u32 = 0x0FFF_FFFF;
+const JB_FSCALAR: u32 = 0x1000_0000;
+const JB_FOBJECT: u32 = 0x2000_0000;
+const JB_FARRAY: u32 = 0x4000_0000;
+
+const JENTRY_OFFLENMASK: u32 = 0x0FFF_FFFF;
+const JENTRY_TYPEMASK: u32 = 0x7000_0000;
+const JENTRY_HAS_OFF: u32 = 0x8000_0000;
+const JENTRY_ISSTRING: u32 = 0x0000_0000;
+const JENTRY_ISNUMERIC: u32 = 0x1000_0000;
+const JENTRY_ISBOOL_FALSE: u32 = 0x2000_0000;
+const JENTRY_ISBOOL_TRUE: u32 = 0x3000_0000;
+const JENTRY_ISNULL: u32 = 0x4000_0000;
+const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
+
+/// Deep enough for anything jsonb accepts in practice, bounded for the stack.
+const MAX_DEPTH: usize = 4096;
+
+/// Decode a jsonb value from its varlena payload (the bytes after the varlena header).
+pub fn decode(payload: &[u8]) -> Result<Value<'_>, DecodeError> {
+    let root = container(payload, 0)?;
+    match root {
+        // A top-level scalar is stored as a one-element "raw scalar" array.
+        Decoded::Scalar(value) => Ok(value),
+        Decoded::Container(value) => Ok(value),
+    }
+}
+
+enum Decoded<'a> {
+    Scalar(Value<'a>),
+    Container(Value<'a>),
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Result<u32, DecodeError> {
+    bytes
+        .get(at..at + 4)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or(DecodeError("truncated container"))
+}
+
+const fn int_align(offset: usize) -> usize {
+    (offset + 3) & !3
+}
+
+fn container(bytes: &[u8], depth: usize) -> Result<Decoded<'_>, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(DecodeError("nesting too deep"));
+    }
+    let header = u32_at(bytes, 0)?;
+    let count = (header & JB_CMASK) as usize;
+    let is_object = header & JB_FOBJECT != 0;
+    if !is_object && header & JB_FARRAY == 0 {
+        return Err(DecodeError("container is neither array nor object"));
+    }
+    let entries = if is_object { count * 2 } else { count };
+    let data_start = 4 + entries * 4;
+    if data_start > bytes.len() {
+        return Err(DecodeError("truncated entries"));
+    }
+    let data = &bytes[data_start..];
+
+    // Children in storage order, each with its byte range inside `data`.
+    let mut children = Vec::with_capacity(entries);
+    let mut start = 0usize;
+    for i in 0..entries {
+        let entry = u32_at(bytes, 4 + i * 4)?;
+        let field = (entry & JENTRY_OFFLENMASK) as usize;
+        let end = if entry & JENTRY_HAS_OFF != 0 { field } else { start + field };
+        if end < start || end > data.len() {
+            return Err(DecodeError("entry outside its container"));
+        }
+        children.push(child(entry & JENTRY_TYPEMASK, data, start, end, depth)?);
+        start = end;
+    }
+
+    if is_object {
+        // Keys first (already in jsonb order), then the values in the same order.
+        let values = children.split_off(count);
+        let mut members = Vec::with_capacity(count);
+        for (key, value) in children.into_iter().zip(values) {
+            match key {
+                Value::String(k) => members.push((k, value)),
+                _ => return Err(DecodeError("object key is not a string")),
+            }
+        }
+        Ok(Decoded::Container(Value::Object(members)))
+    } else if header & JB_FSCALAR != 0 {
+        children.pop().map(Decoded::Scalar).ok_or(DecodeError("empty raw scalar"))
+    } else {
+        Ok(Decoded::Container(Value::Array(children)))
+    }
+}
+
+fn child<'a>(kind: u32, data: &'a [u8], start: usize, end: usize, depth: usize) -> Result<Value<'a>, DecodeError> {
+    Ok(match kind {
+        JENTRY_ISNULL => Value::Null,
+        JENTRY_ISBOOL_TRUE => Value::Bool(true),
+        JENTRY_ISBOOL_FALSE => Value::Bool(false),
+        JENTRY_ISSTRING => Value::String(Cow::Borrowed(
+            std::str::from_utf8(&data[start..end]).map_err(|_| DecodeError("string is not UTF-8"))?,
+        )),
+        JENTRY_ISNUMERIC => Value::Number(Cow::Owned(numeric_text(padded(data, start, end)?)?)),
+        JENTRY_ISCONTAINER => match container(padded(data, start, end)?, depth + 1)? {
+            Decoded::Container(v) => v,
+            Decoded::Scalar(_) => return Err(DecodeError("raw scalar nested in a container")),
+        },
+        _ => return Err(DecodeError("unknown entry type")),
+    })
+}
+
+/// Numerics and containers start at the next 4-byte boundary of their offset.
+fn padded(data: &[u8], start: usize, end: usize) -> Result<&[u8], DecodeError> {
+    let aligned = int_align(start);
+    if aligned > end {
+        return Err(DecodeError("padding past the entry"));
+    }
+    Ok(&data[aligned..end])
+}
+
+const NUMERIC_SIGN_MASK: u16 = 0xC000;
+const NUMERIC_NEG: u16 = 0x4000;
+const NUMERIC_SHORT: u16 = 0x8000;
+const NUMERIC_SPECIAL: u16 = 0xC000;
+const NUMERIC_SHORT_SIGN_MASK: u16 = 0x2000;
+const NUMERIC_SHORT_WEIGHT_SIGN_MASK: u16 = 0x0040;
+const NUMERIC_SHORT_WEIGHT_MASK: u16 = 0x003F;
+
+/// A numeric varlena (1- or 4-byte header) as exact decimal text `[-]DIGITSe<exp>`.
+pub fn numeric_text(varlena: &[u8]) -> Result<String, DecodeError> {
+    let first = *varlena.first().ok_or(DecodeError("empty numeric"))?;
+    // Little- or big-endian, the 1-byte-header flag sits where VARATT_IS_1B looks.
+    let (header_len, total) = if cfg!(target_endian = "little") {
+        if first & 0x01 == 0x01 {
+            (1, ((first >> 1) & 0x7F) as usize)
+        } else {
+            (4, (u32_at(varlena, 0)? >> 2) as usize & 0x3FFF_FFFF)
+        }
+    } else if first & 0x80 == 0x80 {
+        (1, (first & 0x7F) as usize)
+    } else {
+        (4, u32_at(varlena, 0)? as usize & 0x3FFF_FFFF)
+    };
+    let body = varlena.get(header_len..total).ok_or(DecodeError("truncated numeric"))?;
+    let word = |i: usize| -> Result<u16, DecodeError> {
+        body.get(i..i + 2).map(|b| u16::from_ne_bytes([b[0], b[1]])).ok_or(DecodeError("truncated numeric"))
+    };
+    let header = word(0)?;
+    let flags = header & NUMERIC_SIGN_MASK;
+    if flags == NUMERIC_SPECIAL {
+        // NaN / ±Infinity never appear in jsonb; refuse rather than guess.
+        return Err(DecodeError("special numeric value"));
+    }
+    let (negative, weight, digits_at) = if flags == NUMERIC_SHORT {
+        let weight_bits = (header & NUMERIC_SHORT_WEIGHT_MASK) as i32;
+        let weight = if header & NUMERIC_SHORT_WEIGHT_SIGN_MASK != 0 { weight_bits - 64 } else { weight_bits };
+        (header & NUMERIC_SHORT_SIGN_MASK != 0, weight, 2)
+    } else {
+        (flags == NUMERIC_NEG, word(2)? as i16 as i32, 4)
+    };
+    let ndigits = (body.len() - digits_at) / 2;
+    if ndigits == 0 {
+        return Ok("0".to_owned());
+    }
+    let mut text = String::with_capacity(ndigits * 4 + 8);
+    if negative {
+        text.push('-');
+    }
+    for i in 0..ndigits {
+        let digit = word(digits_at + i * 2)?;
+        if digit >= 10_000 {
+            return Err(DecodeError("numeric digit out of range"));
+        }
+        let group = [digit / 1000, digit / 100 % 10, digit / 10 % 10, digit % 10];
+        text.extend(group.iter().map(|d| char::from(b'0' + *d as u8)));
+    }
+    // Value = digits × 10000^(weight + 1 - ndigits).
+    let exponent = 4 * (weight + 1 - ndigits as i32);
+    if exponent != 0 {
+        text.push('e');
+        text.push_str(&exponent.to_string());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numeric(header: &[u16], digits: &[u16]) -> Vec<u8> {
+        let mut body: Vec<u8> = header.iter().chain(digits).flat_map(|w| w.to_ne_bytes()).collect();
+        let total = 4 + body.len();
+        let mut v = ((total as u32) << 2).to_ne_bytes().to_vec();
+        v.append(&mut body);
+        v
+    }
+
+    #[test]
+    fn numerics_become_exact_decimal_text() {
+        // 1.5 short form: weight 0, dscale 1 → digits [1, 5000].
+        let short = numeric(&[NUMERIC_SHORT | (1 << 7)], &[1, 5000]);
+        assert_eq!(numeric_text(&short).unwrap(), "00015000e-4");
+        // -0.0001 short: weight -1 (two's complement in 7 bits), digits [1].
+        let tiny = numeric(&[NUMERIC_SHORT | NUMERIC_SHORT_SIGN_MASK | NUMERIC_SHORT_WEIGHT_SIGN_MASK | 0x3F], &[1]);
+        assert_eq!(numeric_text(&tiny).unwrap(), "-0001e-4");
+        // Long form: 10^40 → weight 10, digits [1].
+        let big = numeric(&[0, 10], &[1]);
+        assert_eq!(numeric_text(&big).unwrap(), "0001e40");
+        assert_eq!(numeric_text(&numeric(&[NUMERIC_SHORT], &[])).unwrap(), "0");
+        assert!(numeric_text(&numeric(&[NUMERIC_SPECIAL], &[])).is_err());
+    }
+
+    #[test]
+    fn truncated_input_is_an_error_not_a_panic() {
+        for bytes in [&[][..], &[1, 0, 0][..], &[2, 0, 0, 0x20, 9, 9][..]] {
+            assert!(decode(bytes).is_err());
+        }
+    }
+}
