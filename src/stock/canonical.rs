@@ -43,12 +43,12 @@ pub fn sort_keys_like_javascript<K: AsRef<str> + Clone>(keys: &[K]) -> Vec<K> {
 
 /// The canonical text of a JSON document (`stableJson(JSON.parse(text))`).
 pub fn stable_json(text: &str) -> Result<String, ParseError> {
-    Ok(stable_json_value(&json::parse(text)?))
+    Ok(stable_json_value(&json::parse(text)?, text.len()))
 }
 
 /// The canonical text of an already decoded value (from text or from jsonb's binary form).
-pub fn stable_json_value(value: &Value<'_>) -> String {
-    let mut out = String::with_capacity(256);
+pub fn stable_json_value(value: &Value<'_>, size_hint: usize) -> String {
+    let mut out = String::with_capacity(size_hint);
     write_value(value, &mut out);
     out
 }
@@ -148,69 +148,146 @@ pub fn member_order<K: AsRef<str>>(keys: &[K]) -> Vec<u32> {
 /// cost, so each backend remembers the order for the key lists it has seen.
 const ORDER_CACHE_ENTRIES: usize = 4096;
 
+/// A multiply-rotate hash (as rustc's FxHash): the signatures are short and
+/// not attacker-chosen in a way that matters (a collision costs a compare).
+#[derive(Default)]
+struct SignatureHasher(u64);
+
+impl std::hash::Hasher for SignatureHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().unwrap()));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl SignatureHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type OrderCache = HashMap<Vec<u8>, Rc<[u32]>, std::hash::BuildHasherDefault<SignatureHasher>>;
+
+/// Per backend: remembered orders, and the buffer a signature is built in
+/// (reused, so a cache hit allocates nothing).
+#[derive(Default)]
+struct OrderMemo {
+    orders: OrderCache,
+    signature: Vec<u8>,
+}
+
 thread_local! {
-    static ORDER_CACHE: RefCell<HashMap<Vec<u8>, Rc<[u32]>>> = RefCell::new(HashMap::new());
+    static ORDER_MEMO: RefCell<OrderMemo> = RefCell::new(OrderMemo::default());
 }
 
 fn with_member_order<R>(members: &[(Cow<'_, str>, Value<'_>)], f: impl FnOnce(&[u32]) -> R) -> R {
-    // The key list, length-prefixed so no two lists share a signature.
-    let mut signature = Vec::with_capacity(members.iter().map(|(k, _)| k.len() + 4).sum());
-    for (key, _) in members {
-        signature.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        signature.extend_from_slice(key.as_bytes());
-    }
-    let cached = ORDER_CACHE.with(|cache| cache.borrow().get(&signature).cloned());
-    let order = cached.unwrap_or_else(|| {
+    let order = ORDER_MEMO.with(|memo| {
+        let memo = &mut *memo.borrow_mut();
+        // The key list, length-prefixed so no two lists share a signature.
+        memo.signature.clear();
+        for (key, _) in members {
+            memo.signature.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            memo.signature.extend_from_slice(key.as_bytes());
+        }
+        if let Some(order) = memo.orders.get(memo.signature.as_slice()) {
+            return order.clone();
+        }
         let keys: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
         let order: Rc<[u32]> = member_order(&keys).into();
-        ORDER_CACHE.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            if cache.len() >= ORDER_CACHE_ENTRIES {
-                cache.clear();
-            }
-            cache.insert(signature, order.clone());
-        });
+        if memo.orders.len() >= ORDER_CACHE_ENTRIES {
+            memo.orders.clear();
+        }
+        memo.orders.insert(memo.signature.clone(), order.clone());
         order
     });
+    // The borrow is released: nested objects look their own order up.
     f(&order)
 }
 
 /// `JSON.stringify(Number(text))`.
 pub fn write_number(text: &str, out: &mut String) {
+    // Integers of at most 15 digits are exact doubles and print as themselves.
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    if !digits.is_empty() && digits.len() <= 15 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let significant = digits.trim_start_matches('0');
+        if significant.is_empty() {
+            out.push('0'); // -0 prints as 0
+        } else {
+            out.push_str(sign);
+            out.push_str(significant);
+        }
+        return;
+    }
     let parsed: f64 = text.parse().unwrap_or(f64::NAN);
     if !parsed.is_finite() {
         out.push_str("null"); // JSON.stringify(Infinity) === "null"
     } else if parsed == 0.0 {
-        out.push('0'); // -0 prints as 0
+        out.push('0');
     } else {
         out.push_str(ryu_js::Buffer::new().format_finite(parsed));
     }
 }
 
+/// Bytes `JSON.stringify` escapes: 1 for a short escape, 2 for `\u00xx`.
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = 2;
+        b += 1;
+    }
+    table[0x08] = 1;
+    table[0x0c] = 1;
+    table[b'\n' as usize] = 1;
+    table[b'\r' as usize] = 1;
+    table[b'\t' as usize] = 1;
+    table[b'"' as usize] = 1;
+    table[b'\\' as usize] = 1;
+    table
+};
+
 /// `JSON.stringify(string)`.
 pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
     let bytes = s.as_bytes();
+    if bytes.iter().all(|&b| ESCAPE[b as usize] == 0) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut run = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let escape: &str = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
+        let kind = ESCAPE[b as usize];
+        if kind == 0 {
+            continue;
+        }
         out.push_str(&s[run..i]);
-        if escape.is_empty() {
+        if kind == 2 {
             out.push_str("\\u00");
             out.push(HEX[(b >> 4) as usize] as char);
             out.push(HEX[(b & 0xf) as usize] as char);
         } else {
-            out.push_str(escape);
+            out.push('\\');
+            out.push(match b {
+                0x08 => 'b',
+                0x0c => 'f',
+                b'\n' => 'n',
+                b'\r' => 'r',
+                b'\t' => 't',
+                other => other as char, // '"' and '\\' escape as themselves
+            });
         }
         run = i + 1;
     }
@@ -268,6 +345,11 @@ mod tests {
             ("1.5e300", "1.5e+300"),
             ("-2.50", "-2.5"),
             ("9007199254740993", "9007199254740992"),
+            ("999999999999999", "999999999999999"),
+            ("0007", "7"),
+            ("-000", "0"),
+            ("120000", "120000"),
+            ("15000e-4", "1.5"),
         ] {
             assert_eq!(canon(input), expected, "number {input}");
         }

@@ -188,17 +188,28 @@ pub fn numeric_text(varlena: &[u8]) -> Result<String, DecodeError> {
     if negative {
         text.push('-');
     }
+    let sign_len = text.len();
     for i in 0..ndigits {
         let digit = word(digits_at + i * 2)?;
         if digit >= 10_000 {
             return Err(DecodeError("numeric digit out of range"));
         }
         let group = [digit / 1000, digit / 100 % 10, digit / 10 % 10, digit % 10];
-        text.extend(group.iter().map(|d| char::from(b'0' + *d as u8)));
+        for d in group {
+            // Leading zeros say nothing; dropping them lets integers print without parsing.
+            if d != 0 || text.len() > sign_len {
+                text.push(char::from(b'0' + d as u8));
+            }
+        }
+    }
+    if text.len() == sign_len {
+        return Ok("0".to_owned());
     }
     // Value = digits × 10000^(weight + 1 - ndigits).
     let exponent = 4 * (weight + 1 - ndigits as i32);
-    if exponent != 0 {
+    if (0..=8).contains(&exponent) {
+        text.extend(std::iter::repeat_n('0', exponent as usize));
+    } else {
         text.push('e');
         text.push_str(&exponent.to_string());
     }
@@ -221,13 +232,16 @@ mod tests {
     fn numerics_become_exact_decimal_text() {
         // 1.5 short form: weight 0, dscale 1 → digits [1, 5000].
         let short = numeric(&[NUMERIC_SHORT | (1 << 7)], &[1, 5000]);
-        assert_eq!(numeric_text(&short).unwrap(), "00015000e-4");
+        assert_eq!(numeric_text(&short).unwrap(), "15000e-4");
         // -0.0001 short: weight -1 (two's complement in 7 bits), digits [1].
         let tiny = numeric(&[NUMERIC_SHORT | NUMERIC_SHORT_SIGN_MASK | NUMERIC_SHORT_WEIGHT_SIGN_MASK | 0x3F], &[1]);
-        assert_eq!(numeric_text(&tiny).unwrap(), "-0001e-4");
+        assert_eq!(numeric_text(&tiny).unwrap(), "-1e-4");
         // Long form: 10^40 → weight 10, digits [1].
         let big = numeric(&[0, 10], &[1]);
-        assert_eq!(numeric_text(&big).unwrap(), "0001e40");
+        assert_eq!(numeric_text(&big).unwrap(), "1e40");
+        // 30001 = [3, 0001] with weight 1, and 120000 = [12] with weight 1.
+        assert_eq!(numeric_text(&numeric(&[NUMERIC_SHORT | 1], &[3, 1])).unwrap(), "30001");
+        assert_eq!(numeric_text(&numeric(&[NUMERIC_SHORT | 1], &[12])).unwrap(), "120000");
         assert_eq!(numeric_text(&numeric(&[NUMERIC_SHORT], &[])).unwrap(), "0");
         assert!(numeric_text(&numeric(&[NUMERIC_SPECIAL], &[])).is_err());
     }

@@ -6,7 +6,7 @@ use pgrx::prelude::*;
 
 fn canonical_text(doc: &JsonbBytes) -> String {
     match jsonb_binary::decode(&doc.0) {
-        Ok(value) => canonical::stable_json_value(&value),
+        Ok(value) => canonical::stable_json_value(&value, doc.0.len() + 64),
         Err(e) => error!("runtime_sandbox: {e} (is the database encoding UTF8?)"),
     }
 }
