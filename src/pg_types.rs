@@ -43,8 +43,20 @@ macro_rules! sql_argument {
     };
 }
 
-#[derive(Debug, Clone)]
-pub struct JsonbBytes(pub Vec<u8>);
+/// Borrowed for the duration of the call: the detoasted copy (if any) lives in
+/// the call's memory context, the original datum in the caller's.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonbBytes {
+    ptr: *const u8,
+    len: usize,
+}
+
+impl JsonbBytes {
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: see the type's comment; the value never outlives the call that received it.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
 
 impl FromDatum for JsonbBytes {
     unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
@@ -52,17 +64,11 @@ impl FromDatum for JsonbBytes {
             return None;
         }
         unsafe {
-            let varlena = datum.cast_mut_ptr::<pg_sys::varlena>();
-            let detoasted = pg_sys::pg_detoast_datum_packed(varlena);
-            let payload = std::slice::from_raw_parts(
-                pgrx::vardata_any(detoasted) as *const u8,
-                pgrx::varsize_any_exhdr(detoasted),
-            )
-            .to_vec();
-            if detoasted != varlena {
-                pg_sys::pfree(detoasted.cast());
-            }
-            Some(JsonbBytes(payload))
+            let detoasted = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr::<pg_sys::varlena>());
+            Some(JsonbBytes {
+                ptr: pgrx::vardata_any(detoasted) as *const u8,
+                len: pgrx::varsize_any_exhdr(detoasted),
+            })
         }
     }
 }

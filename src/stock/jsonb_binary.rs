@@ -82,35 +82,41 @@ fn container(bytes: &[u8], depth: usize) -> Result<Decoded<'_>, DecodeError> {
     }
     let data = &bytes[data_start..];
 
-    // Children in storage order, each with its byte range inside `data`.
-    let mut children = Vec::with_capacity(entries);
+    // Children in storage order, each with its byte range inside `data`: for an
+    // object the keys (already in jsonb order) and then the values, pairwise.
     let mut start = 0usize;
-    for i in 0..entries {
+    let mut next = |i: usize| -> Result<Value<'_>, DecodeError> {
         let entry = u32_at(bytes, 4 + i * 4)?;
         let field = (entry & JENTRY_OFFLENMASK) as usize;
         let end = if entry & JENTRY_HAS_OFF != 0 { field } else { start + field };
         if end < start || end > data.len() {
             return Err(DecodeError("entry outside its container"));
         }
-        children.push(child(entry & JENTRY_TYPEMASK, data, start, end, depth)?);
+        let value = child(entry & JENTRY_TYPEMASK, data, start, end, depth)?;
         start = end;
-    }
-
+        Ok(value)
+    };
     if is_object {
-        // Keys first (already in jsonb order), then the values in the same order.
-        let values = children.split_off(count);
         let mut members = Vec::with_capacity(count);
-        for (key, value) in children.into_iter().zip(values) {
-            match key {
-                Value::String(k) => members.push((k, value)),
+        for i in 0..count {
+            match next(i)? {
+                Value::String(key) => members.push((key, Value::Null)),
                 _ => return Err(DecodeError("object key is not a string")),
             }
         }
-        Ok(Decoded::Container(Value::Object(members)))
-    } else if header & JB_FSCALAR != 0 {
-        children.pop().map(Decoded::Scalar).ok_or(DecodeError("empty raw scalar"))
+        for (i, member) in members.iter_mut().enumerate() {
+            member.1 = next(count + i)?;
+        }
+        return Ok(Decoded::Container(Value::Object(members)));
+    }
+    let mut items = Vec::with_capacity(count);
+    for i in 0..count {
+        items.push(next(i)?);
+    }
+    if header & JB_FSCALAR != 0 {
+        items.pop().map(Decoded::Scalar).ok_or(DecodeError("empty raw scalar"))
     } else {
-        Ok(Decoded::Container(Value::Array(children)))
+        Ok(Decoded::Container(Value::Array(items)))
     }
 }
 

@@ -5,8 +5,8 @@ use crate::pg_types::JsonbBytes;
 use pgrx::prelude::*;
 
 fn canonical_text(doc: &JsonbBytes) -> String {
-    match jsonb_binary::decode(&doc.0) {
-        Ok(value) => canonical::stable_json_value(&value, doc.0.len() + 64),
+    match jsonb_binary::decode(doc.as_bytes()) {
+        Ok(value) => canonical::stable_json_value(&value, doc.as_bytes().len() + 64),
         Err(e) => error!("runtime_sandbox: {e} (is the database encoding UTF8?)"),
     }
 }
