@@ -44,7 +44,7 @@ demo: install
 	@scripts/demo.sh "$(PSQL)"
 	@echo
 	@echo "Connect to the demo cluster with:"
-	@echo "  $(PSQL) postgres"
+	@echo "  $(PSQL) runtime_sandbox_demo"
 	@echo "Stop it with: make demo-stop"
 
 demo-stop:

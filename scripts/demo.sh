@@ -6,7 +6,7 @@ PSQL=${1:?usage: scripts/demo.sh "<psql command>"}
 DB=runtime_sandbox_demo
 here=$(cd "$(dirname "$0")" && pwd)
 
-$PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
+PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
 for part in "$here"/tour/*.sql; do
   $PSQL -v ON_ERROR_STOP=1 -e --no-psqlrc $DB -f "$part"
 done

@@ -54,7 +54,7 @@ fn writing_functions_are_not_granted_to_public() {
     assert!(hash.starts_with("sha256:"));
     // Anything that writes is not.
     let err = reader.batch_execute("SELECT runtime_sandbox.install_ledger('x')").unwrap_err();
-    assert!(err.to_string().contains("permission denied"), "{err}");
+    assert!(common::db_message(&err).contains("permission denied"), "{err}");
     let writers_granted_to_public: i64 = c
         .query_one(
             "SELECT count(*) FROM pg_proc p
@@ -75,7 +75,7 @@ fn bad_schema_names_are_refused_with_the_argument_name() {
     let db = common::fresh_database("it_ext_bad_schema");
     let mut c = common::connect(&db);
     let err = c.batch_execute(r#"SELECT runtime_sandbox.install_ledger('x"; DROP TABLE t; --')"#).unwrap_err();
-    let msg = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+    let msg = common::db_message(&err);
     assert!(msg.contains("invalid argument ledger_schema"), "{msg}");
     let schemas: i64 = c
         .query_one("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'x%'", &[])

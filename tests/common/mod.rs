@@ -42,3 +42,8 @@ pub fn fresh_database(name: &str) -> String {
     db.batch_execute("CREATE EXTENSION runtime_sandbox").unwrap();
     name.to_string()
 }
+
+/// The server's message for an error (postgres::Error's Display is just "db error").
+pub fn db_message(err: &postgres::Error) -> String {
+    err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string())
+}
