@@ -7,7 +7,8 @@
 set -euo pipefail
 BIN=/usr/lib/postgresql/15/bin
 cmd=$1 dir=$2 port=${3:-28815}
-as_pg() { if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi; }
+# From / : the postgres user may not be allowed into the directory we were called from.
+as_pg() { if [ "$(id -un)" = postgres ]; then (cd / && "$@"); else (cd / && sudo -u postgres "$@"); fi; }
 
 case "$cmd" in
   start)
