@@ -7,3 +7,26 @@
 pub mod input;
 pub mod js;
 pub mod rules;
+
+mod shell;
+
+use pgrx::prelude::*;
+
+extension_sql_file!("../../../sql/managed/types.sql", name = "managed_types", requires = ["stock_status"]);
+extension_sql_file!(
+    "../../../sql/managed/api.sql",
+    name = "managed_api",
+    requires = [
+        "managed_types",
+        shell::install_environment_tables,
+        shell::reconcile_managed_environment,
+        shell::archive_managed_environment,
+        shell::managed_environment_drift
+    ]
+);
+
+#[cfg(feature = "pg_test")]
+#[pg_schema]
+mod tests {
+    include!("tests.rs");
+}
