@@ -30,3 +30,6 @@ extension_sql_file!(
 mod tests {
     include!("tests.rs");
 }
+
+#[cfg(test)]
+mod parity_tests;
