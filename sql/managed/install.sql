@@ -1,7 +1,7 @@
 -- The application's environment tables, for new installs, tests and the demo.
 -- @app@ is replaced by the quoted app_schema. Every statement is idempotent;
--- an existing application schema keeps its own definitions.
-CREATE SCHEMA IF NOT EXISTS @app@;
+-- an existing application schema keeps its own definitions. The schema itself
+-- is created by install_environment_tables when missing.
 
 CREATE TABLE IF NOT EXISTS @app@.companies (
     id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),

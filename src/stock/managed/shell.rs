@@ -363,12 +363,22 @@ fn archive_managed_environment(
 #[search_path(pg_catalog, pg_temp)]
 fn install_environment_tables(app_schema: default!(Name, "'public'")) {
     let schema = check(schema_name("app_schema", app_schema.as_str()));
+    let exists = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+        &[schema.name.as_str().into()],
+    )
+    .unwrap_or_else(|e| failed("checking app_schema", e))
+    .unwrap_or(false);
+    if !exists {
+        Spi::run(&format!("CREATE SCHEMA {}", schema.quoted))
+            .unwrap_or_else(|e| failed(&format!("creating schema {}", schema.name), e));
+    }
     Spi::run(&sql!("install.sql").replace("@app@", &schema.quoted))
         .unwrap_or_else(|e| failed(&format!("install_environment_tables({})", schema.name), e));
 }
 
 /// One row per managed-sandbox binding: recorded vs current stock hash.
-#[pg_extern(stable, parallel_safe, requires = ["managed_types", "stock_status", stock_hash])]
+#[pg_extern(stable, parallel_restricted, requires = ["managed_types", "stock_status", stock_hash])]
 #[search_path(pg_catalog, pg_temp)]
 fn managed_environment_drift(
     app_schema: default!(Option<Name>, "'public'"),
