@@ -145,14 +145,17 @@ impl App {
         self.run(template, &args);
     }
 
-    fn rehash_binding(&self, environment_id: &str, rehash: &BindingRehash) {
+    fn rehash_bindings(&self, environment_id: &str, rehashed: &[BindingRehash]) {
+        if rehashed.is_empty() {
+            return;
+        }
         let args: [DatumWithOid; 4] = [
-            rehash.binding_id.as_str().into(),
+            rehashed.iter().map(|r| r.binding_id.clone()).collect::<Vec<_>>().into(),
             environment_id.into(),
-            rehash.stock_hash.as_str().into(),
-            js::to_text(&rehash.defaults).into(),
+            rehashed.iter().map(|r| r.stock_hash.clone()).collect::<Vec<_>>().into(),
+            rehashed.iter().map(|r| js::to_text(&r.defaults)).collect::<Vec<_>>().into(),
         ];
-        self.run(sql!("rehash_binding.sql"), &args);
+        self.run(sql!("rehash_bindings.sql"), &args);
     }
 }
 
@@ -241,9 +244,7 @@ fn reconcile(app: &App, desired: &Desired, company_id: Option<pgrx::Uuid>) -> Re
                 if app.returning_id(sql!("reactivate_environment.sql"), &args).is_none() {
                     error!("runtime_sandbox: managed sandbox environment changed during reactivation");
                 }
-                for rehash in &reactivation.bindings {
-                    app.rehash_binding(&row.id, rehash);
-                }
+                app.rehash_bindings(&row.id, &reactivation.bindings);
                 reactivated = true;
             }
             app.write_bindings(&row.id, &company_ids, &bindings, write);
@@ -345,9 +346,7 @@ fn archive_managed_environment(
     if app.returning_id(sql!("archive_environment.sql"), &args).is_none() {
         return not_archived();
     }
-    for rehash in &rehashed {
-        app.rehash_binding(&row.id, rehash);
-    }
+    app.rehash_bindings(&row.id, &rehashed);
     let args: [DatumWithOid; 5] = [
         row.id.as_str().into(),
         true.into(),
