@@ -1,1 +1,35 @@
 //! Managed sandbox environment reconciliation on the application's tables.
+//!
+//! `input` and `rules` are the pure core (the application's stock/drift rules,
+//! no pgrx types); `shell` reads and locks the rows over SPI, asks the core,
+//! and writes its answer with the SQL in `sql/managed/`.
+
+pub mod input;
+pub mod js;
+pub mod rules;
+
+mod shell;
+
+use pgrx::prelude::*;
+
+extension_sql_file!("../../../sql/managed/types.sql", name = "managed_types", requires = ["stock_status"]);
+extension_sql_file!(
+    "../../../sql/managed/api.sql",
+    name = "managed_api",
+    requires = [
+        "managed_types",
+        shell::install_environment_tables,
+        shell::reconcile_managed_environment,
+        shell::archive_managed_environment,
+        shell::managed_environment_drift
+    ]
+);
+
+#[cfg(feature = "pg_test")]
+#[pg_schema]
+mod tests {
+    include!("tests.rs");
+}
+
+#[cfg(test)]
+mod parity_tests;

@@ -1,0 +1,17 @@
+COMMENT ON TYPE @extschema@.managed_environment_reconciliation IS
+'Result of reconcile_managed_environment: the managed row, what was done (added, updated, unchanged, skipped), the stock status observed before any write, whether an update is held back by operator edits, the desired stock hash, whether a provider archive was undone, whether bindings were first created for some company, the activity the application would log (NULL: none) and the companies reconciled.';
+COMMENT ON TYPE @extschema@.managed_environment_archive IS
+'Result of archive_managed_environment: the archived row, archived (false: no active managed row for that provider; the other columns are then NULL/0), the archive token stored in the row metadata and binding defaults, how many bindings were rebased, and the activity the application would log.';
+COMMENT ON TYPE @extschema@.managed_environment_drift IS
+'One row of managed_environment_drift: a company''s managed-sandbox binding, its recorded stock hash, the environment''s current stock hash and its managed_stock_status.';
+COMMENT ON FUNCTION @extschema@.install_environment_tables(name) IS
+'Creates, idempotently, the application''s environments, built_in_managed_resources and companies tables in app_schema (default public), with the unique indexes the reconciler relies on (environments_name_idx, environments_local_driver_idx, environments_managed_sandbox_idx and the binding key). For new installs, tests and demos; an existing application schema is used as it is.';
+COMMENT ON FUNCTION @extschema@.reconcile_managed_environment(text, text, jsonb, text, jsonb, uuid, text, boolean, name) IS
+'The application''s ensureManagedSandboxEnvironment in one transaction step: keeps the single Paperclip-managed sandbox environment in app_schema at stock for provider while never overwriting operator edits. Locks the sandbox rows before reading the bindings of company_id (NULL: every company); inserts, updates, leaves unchanged or skips; rewrites bindings exactly where the application does. Errors (SQLSTATE 22023) on an empty name or provider, a config or extra_metadata that is not a JSON object, or an app_schema that is not a plain identifier or lacks the tables; nothing is written then.';
+COMMENT ON FUNCTION @extschema@.archive_managed_environment(text, uuid, name) IS
+'The application''s archiveManagedSandboxEnvironment: on provider outage, archives the active managed sandbox row provisioned for provider, stores a fresh archive token in its metadata and in each binding''s defaults (excluded from the stock hash), and records the archived status in each binding''s baseline, so the next reconcile_managed_environment reactivates the row and keeps operator edits.';
+COMMENT ON FUNCTION @extschema@.managed_environment_drift(name) IS
+'One row per managed-sandbox binding in app_schema: company, environment, the binding''s stock hash, the environment''s current stock hash and its status (missing, stock_current, stock_update_available, operator_modified; latest = the newest stock any binding of that environment installed). Read-only.';
+REVOKE EXECUTE ON FUNCTION @extschema@.install_environment_tables(name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.reconcile_managed_environment(text, text, jsonb, text, jsonb, uuid, text, boolean, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.archive_managed_environment(text, uuid, name) FROM PUBLIC;
