@@ -166,8 +166,15 @@ fn preview_sandbox_operation_backfill(
 
 fn read_checkpoint(ledger: &SchemaName) -> Checkpoint {
     let sql = READ_CHECKPOINT.replace("@ledger@", &ledger.quoted);
-    let value = Spi::get_one_with_args::<String>(&sql, &[checkpoint::CONTROL_KEY.into()])
-        .unwrap_or_else(|e| error!("runtime_sandbox: reading the backfill checkpoint failed: {e}"));
+    let value = Spi::connect(|client| {
+        let table = client.select(sql.as_str(), Some(1), &[checkpoint::CONTROL_KEY.into()])?;
+        if table.is_empty() {
+            Ok(None)
+        } else {
+            table.first().get_one::<String>()
+        }
+    })
+    .unwrap_or_else(|e: pgrx::spi::SpiError| error!("runtime_sandbox: reading the backfill checkpoint failed: {e}"));
     checkpoint::read(value.as_deref()).unwrap_or_else(|e| checkpoint_error(ledger, e))
 }
 
