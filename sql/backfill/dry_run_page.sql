@@ -8,7 +8,8 @@
 -- Placeholders as in the page resources; $5 is the page size.
 WITH page AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt, attempt.updated_at,
-           resource.ordinal::integer AS resource_ordinal, resource.value AS resource
+           resource.ordinal::integer AS resource_ordinal, resource.value AS resource,
+           row_number() OVER (ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal) AS position
     FROM @ledger@.attempts AS attempt
     CROSS JOIN LATERAL jsonb_array_elements(
         CASE WHEN jsonb_typeof(attempt.resource_json) = 'array'
@@ -21,7 +22,7 @@ WITH page AS MATERIALIZED (
     ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal
     LIMIT $5 + 1
 ), identified AS (
-    SELECT page.run_id, page.attempt, page.updated_at, page.resource_ordinal,
+    SELECT page.run_id, page.attempt, page.updated_at, page.resource_ordinal, page.position,
            CASE page.resource ->> 'kind' WHEN 'modal_sandbox' THEN 'modal' ELSE 'daytona' END AS provider,
            page.resource ->> 'sandboxId' AS sandbox_id,
            COALESCE(CASE page.resource ->> 'kind'
@@ -31,12 +32,10 @@ WITH page AS MATERIALIZED (
 ), ranked AS (
     SELECT identified.*,
            row_number() OVER (
-               PARTITION BY identified.provider, identified.sandbox_id, identified.routing_domain_key
-               ORDER BY identified.updated_at, identified.run_id, identified.attempt, identified.resource_ordinal
-           ) AS conflict_rank,
-           row_number() OVER (
-               ORDER BY identified.updated_at, identified.run_id, identified.attempt, identified.resource_ordinal
-           ) AS position
+               PARTITION BY identified.provider COLLATE "C", identified.sandbox_id COLLATE "C",
+                            identified.routing_domain_key COLLATE "C"
+               ORDER BY identified.position
+           ) AS conflict_rank
     FROM identified
 ), resources AS (
     SELECT ranked.*,

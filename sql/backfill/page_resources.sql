@@ -8,9 +8,12 @@
 -- attempt (the application compares the 4-column row only, which no index can
 -- serve); the second drops resources of the cursor's own attempt at or before
 -- its ordinal. JSON is expanded only for attempts the scan reaches.
+-- `position` numbers the page in keyset order while it streams out of the
+-- sort, so later steps order by one integer instead of four keys.
 page AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt, attempt.updated_at, run.org_id,
-           resource.ordinal::integer AS resource_ordinal, resource.value AS resource
+           resource.ordinal::integer AS resource_ordinal, resource.value AS resource,
+           row_number() OVER (ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal) AS position
     FROM @ledger@.attempts AS attempt
     JOIN @ledger@.runs AS run ON run.run_id = attempt.run_id
     CROSS JOIN LATERAL jsonb_array_elements(
@@ -24,7 +27,7 @@ page AS MATERIALIZED (
     ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal
     LIMIT $5
 ), identified AS (
-    SELECT page.*,
+    SELECT page.run_id, page.attempt, page.updated_at, page.org_id, page.resource_ordinal, page.position,
            CASE page.resource ->> 'kind' WHEN 'modal_sandbox' THEN 'modal' ELSE 'daytona' END AS provider,
            page.resource ->> 'sandboxId' AS sandbox_id,
            CASE page.resource ->> 'kind'
@@ -34,12 +37,15 @@ page AS MATERIALIZED (
                     NULLIF(page.resource ->> 'daytonaEnvironment', ''), 'production') AS environment
     FROM page
 ), ranked AS (
-    -- The first resource of each sandbox identity in keyset order wins.
+    -- The first resource of each sandbox identity in keyset order wins. The
+    -- identity is grouped bytewise (COLLATE "C"): equality is the same as in
+    -- any deterministic collation, and grouping skips locale comparisons.
     SELECT identified.*,
            COALESCE(identified.routing_domain, '') AS routing_domain_key,
            row_number() OVER (
-               PARTITION BY identified.provider, identified.sandbox_id, COALESCE(identified.routing_domain, '')
-               ORDER BY identified.updated_at, identified.run_id, identified.attempt, identified.resource_ordinal
+               PARTITION BY identified.provider COLLATE "C", identified.sandbox_id COLLATE "C",
+                            COALESCE(identified.routing_domain, '') COLLATE "C"
+               ORDER BY identified.position
            ) AS conflict_rank
     FROM identified
 )

@@ -1,21 +1,15 @@
 -- The page as one row: the backfill_page value plus its parts for the
 -- orchestrator (next cursor with its exact timestamptz text for the
 -- checkpoint). Needs a `resources` CTE with would_insert; the shell
--- substitutes the inserted count. $5 is the page size: a full page reports has_more.
+-- substitutes the inserted count and the targets (page_targets.sql, or an
+-- empty array for the orchestrator, which reports no targets when applying). $5 is the page size: a full page reports has_more.
 summary AS (
-    SELECT count(*) AS scanned,
-           COALESCE(array_agg(ROW(resources.run_id, resources.attempt, resources.resource_ordinal,
-                                  resources.provider, resources.sandbox_id, resources.would_insert
-                              )::runtime_sandbox.backfill_target
-                              ORDER BY resources.updated_at, resources.run_id, resources.attempt,
-                                       resources.resource_ordinal),
-                    '{}') AS targets
+    SELECT count(*) AS scanned, @targets@ AS targets
     FROM resources
 ), last AS (
     SELECT resources.updated_at, resources.run_id, resources.attempt, resources.resource_ordinal
     FROM resources
-    ORDER BY resources.updated_at DESC, resources.run_id DESC, resources.attempt DESC,
-             resources.resource_ordinal DESC
+    ORDER BY resources.position DESC
     LIMIT 1
 ), counted AS (
     SELECT summary.scanned, @inserted@ AS inserted, summary.scanned = $5 AS has_more, summary.targets

@@ -17,6 +17,7 @@ type Row = PgHeapTuple<'static, AllocatedByRust>;
 
 const PAGE_RESOURCES: &str = include_str!("../../sql/backfill/page_resources.sql");
 const PAGE_SUMMARY: &str = include_str!("../../sql/backfill/page_summary.sql");
+const PAGE_TARGETS: &str = include_str!("../../sql/backfill/page_targets.sql");
 const APPLY_PAGE: &str = include_str!("../../sql/backfill/apply_page.sql");
 const PREVIEW_PAGE: &str = include_str!("../../sql/backfill/preview_page.sql");
 const DRY_RUN_PAGE: &str = include_str!("../../sql/backfill/dry_run_page.sql");
@@ -44,6 +45,14 @@ struct PageRow {
 enum PageKind {
     Apply,
     Preview,
+}
+
+/// Whether the page row carries its targets (the orchestrator's applied pages
+/// report none, so it skips building them).
+#[derive(Clone, Copy, PartialEq)]
+enum Targets {
+    Listed,
+    Skipped,
 }
 
 fn required<T>(argument: &'static str, value: Option<T>) -> T {
@@ -84,7 +93,14 @@ fn with_cursor(sql: &str, ledger: &SchemaName, after: Option<&Position>) -> Stri
         .replace("@ledger@", &ledger.quoted)
 }
 
-fn run_page(client: &mut SpiClient<'_>, kind: PageKind, ledger: &SchemaName, after: Option<&Position>, limit: i32) -> PageRow {
+fn run_page(
+    client: &mut SpiClient<'_>,
+    kind: PageKind,
+    targets: Targets,
+    ledger: &SchemaName,
+    after: Option<&Position>,
+    limit: i32,
+) -> PageRow {
     let (template, inserted) = match kind {
         PageKind::Apply => (APPLY_PAGE, "(SELECT count(*) FROM inserted)"),
         PageKind::Preview => (PREVIEW_PAGE, "0::bigint"),
@@ -92,7 +108,11 @@ fn run_page(client: &mut SpiClient<'_>, kind: PageKind, ledger: &SchemaName, aft
     let sql = template
         .replace("@page_resources@", PAGE_RESOURCES)
         .replace("@page_summary@", PAGE_SUMMARY)
-        .replace("@inserted@", inserted);
+        .replace("@inserted@", inserted)
+        .replace(
+            "@targets@",
+            if targets == Targets::Listed { PAGE_TARGETS.trim() } else { "'{}'::runtime_sandbox.backfill_target[]" },
+        );
     let sql = with_cursor(&sql, ledger, after);
     let fail = |e| -> ! { error!("runtime_sandbox: backfill page on {} failed: {e}", ledger.name) };
     let table = client.update(sql.as_str(), None, &cursor_args(after, limit)).unwrap_or_else(|e| fail(e));
@@ -138,7 +158,7 @@ fn page_function(
     let limit = page_limit(batch_size);
     let after = after_position(after);
     let ledger = ledger(ledger_schema);
-    Spi::connect_mut(|client| run_page(client, kind, &ledger, after.as_ref(), limit).page)
+    Spi::connect_mut(|client| run_page(client, kind, Targets::Listed, &ledger, after.as_ref(), limit).page)
 }
 
 /// One bounded page of the operation backfill, applied: the application's
@@ -253,7 +273,7 @@ fn advance_sandbox_operation_backfill(
     let mut totals = Totals::default();
     for _ in 0..clamp_max_batches(max_batches) {
         let page = Spi::connect_mut(|client| {
-            let page = run_page(client, PageKind::Apply, &ledger, after.as_ref(), limit);
+            let page = run_page(client, PageKind::Apply, Targets::Skipped, &ledger, after.as_ref(), limit);
             let phase = phase_after_page(page.has_more);
             let stored_next = page.next.as_ref().map(|(c, text)| Cursor {
                 updated_at: text.clone(),
