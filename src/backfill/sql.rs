@@ -174,7 +174,7 @@ fn backfill_sandbox_operations(
 }
 
 /// The same page as `backfill_sandbox_operations`, without writing.
-#[pg_extern(stable, parallel_safe, requires = ["backfill_types"])]
+#[pg_extern(stable, parallel_restricted, requires = ["backfill_types"])]
 #[search_path(pg_catalog, pg_temp)]
 fn preview_sandbox_operation_backfill(
     batch_size: default!(Option<i32>, 500),
@@ -294,7 +294,7 @@ fn advance_sandbox_operation_backfill(
 }
 
 /// How far the backfill has come and what is left.
-#[pg_extern(stable, parallel_safe, requires = ["backfill_types"])]
+#[pg_extern(stable, parallel_restricted, requires = ["backfill_types"])]
 #[search_path(pg_catalog, pg_temp)]
 fn backfill_status(
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
@@ -324,7 +324,7 @@ fn backfill_status(
 
 /// Checks `run_sandbox_operation_backfill`'s arguments before it takes its
 /// lock or writes anything, and returns the advisory-lock key of the ledger's run.
-#[pg_extern(stable, parallel_safe)]
+#[pg_extern(stable, parallel_restricted)]
 #[search_path(pg_catalog, pg_temp)]
 fn backfill_run_lock_key(
     batch_size: Option<i32>,
