@@ -1,0 +1,421 @@
+// SQL-level tests of the backfill (run by `cargo pgrx test`). Each test uses
+// its own ledger schema.
+
+use pgrx::prelude::*;
+
+fn run(sql: &str) {
+    Spi::run(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+fn one<T: IntoDatum + FromDatum>(sql: &str) -> Option<T> {
+    Spi::get_one::<T>(sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn text(sql: &str) -> String {
+    one::<String>(sql).unwrap_or_else(|| panic!("{sql}: NULL"))
+}
+
+fn int(sql: &str) -> i64 {
+    one::<i64>(sql).unwrap_or_else(|| panic!("{sql}: NULL"))
+}
+
+/// A ledger with runs r1..r9 (org = 'org-' || run).
+fn ledger(schema: &str) {
+    run(&format!("SELECT runtime_sandbox.install_ledger('{schema}')"));
+    run(&format!(
+        "INSERT INTO {schema}.runs (run_id, org_id) SELECT 'r' || g, 'org-r' || g FROM generate_series(1, 9) g"
+    ));
+}
+
+fn attempt(schema: &str, run_id: &str, attempt: i32, updated_at: &str, resources: &str) {
+    run(&format!(
+        "INSERT INTO {schema}.attempts (run_id, attempt, updated_at, resource_json) VALUES ('{run_id}', {attempt}, '{updated_at}', {resources})"
+    ));
+}
+
+fn daytona(id: &str) -> String {
+    format!(r#"{{"kind":"daytona_sandbox","sandboxId":"{id}"}}"#)
+}
+
+/// The error (SQLSTATE and message) a statement raises, or None.
+fn error_of(sql: &str) -> Option<String> {
+    run(r#"CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+           BEGIN EXECUTE q; RETURN NULL;
+           EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ' ' || SQLERRM; END $$"#);
+    Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[sql.into()]).expect("error_of runs")
+}
+
+type PageText = (i64, i64, bool, String);
+
+/// One page as (scanned, inserted, has_more, targets text) from the cursor in walk_cursor; `advance` moves it.
+fn page(schema: &str, function: &str, batch: i32, advance: bool) -> PageText {
+    let update = if advance { "UPDATE walk_cursor SET c = (SELECT next_cursor FROM p)" } else { "SELECT 1" };
+    let sql = format!(
+        "WITH p AS (SELECT * FROM runtime_sandbox.{function}({batch}, (SELECT c FROM walk_cursor), '{schema}')),
+              u AS ({update})
+         SELECT scanned_attempts, inserted_operations, has_more, targets::text FROM p"
+    );
+    Spi::connect_mut(|c| {
+        let row = c.update(&sql, Some(1), &[])?.first();
+        Ok::<_, pgrx::spi::SpiError>((
+            row.get::<i64>(1)?.unwrap(),
+            row.get::<i64>(2)?.unwrap(),
+            row.get::<bool>(3)?.unwrap(),
+            row.get::<String>(4)?.unwrap(),
+        ))
+    })
+    .unwrap()
+}
+
+fn start_walk() {
+    run("CREATE TEMP TABLE IF NOT EXISTS walk_cursor (c runtime_sandbox.backfill_cursor)");
+    run("TRUNCATE walk_cursor; INSERT INTO walk_cursor VALUES (NULL)");
+}
+
+/// Every applied page from the start, chained by next_cursor.
+fn walk(schema: &str, batch: i32) -> Vec<PageText> {
+    start_walk();
+    let mut pages = Vec::new();
+    loop {
+        let p = page(schema, "backfill_sandbox_operations", batch, true);
+        let more = p.2;
+        pages.push(p);
+        if !more || pages.len() > 100 {
+            return pages;
+        }
+    }
+}
+
+#[pg_test]
+fn backfill_pages_end_after_an_exact_multiple_with_one_empty_page() {
+    ledger("bf_multiple");
+    for (i, run_id) in ["r1", "r2"].iter().enumerate() {
+        let resources = format!("'[{}, {}]'", daytona(&format!("a{i}")), daytona(&format!("b{i}")));
+        attempt("bf_multiple", run_id, 1, "2026-01-01 00:00:00+00", &resources);
+    }
+    let pages = walk("bf_multiple", 2);
+    let shape: Vec<_> = pages.iter().map(|p| (p.0, p.1, p.2)).collect();
+    // A full page says has_more (the application's conservative rule); the
+    // empty page after it ends the walk.
+    assert_eq!(shape, vec![(2, 2, true), (2, 2, true), (0, 0, false)]);
+    assert_eq!(pages[2].3, "{}");
+    assert_eq!(int("SELECT count(*) FROM bf_multiple.runtime_sandbox_operations"), 4);
+}
+
+#[pg_test]
+fn backfill_keyset_orders_ties_and_splits_attempts_between_pages() {
+    ledger("bf_ties");
+    // Same updated_at for r2/1, r1/2, r1/1; r3 a microsecond later; one earlier.
+    let t = "2026-01-01 00:00:00.000001+00";
+    attempt("bf_ties", "r2", 1, t, &format!("'[{}, {}, {}]'", daytona("r2-1a"), daytona("r2-1b"), daytona("r2-1c")));
+    attempt("bf_ties", "r1", 2, t, &format!("'{}'", daytona("r1-2a")));
+    attempt("bf_ties", "r1", 1, t, &format!("'[{}, {}]'", daytona("r1-1a"), daytona("r1-1b")));
+    attempt("bf_ties", "r3", 1, "2026-01-01 00:00:00.000002+00", &format!("'[{}]'", daytona("r3-1a")));
+    attempt("bf_ties", "r4", 1, "2026-01-01 00:00:00+00", &format!("'[{}]'", daytona("r4-1a")));
+    let pages = walk("bf_ties", 2);
+    let order: Vec<String> = pages.iter().map(|p| p.3.clone()).collect();
+    assert_eq!(
+        order,
+        vec![
+            r#"{"(r4,1,1,daytona,r4-1a,t)","(r1,1,1,daytona,r1-1a,t)"}"#,
+            r#"{"(r1,1,2,daytona,r1-1b,t)","(r1,2,1,daytona,r1-2a,t)"}"#,
+            r#"{"(r2,1,1,daytona,r2-1a,t)","(r2,1,2,daytona,r2-1b,t)"}"#,
+            r#"{"(r2,1,3,daytona,r2-1c,t)","(r3,1,1,daytona,r3-1a,t)"}"#,
+            "{}",
+        ]
+    );
+    // Batch size 1 visits the same resources one by one.
+    run("TRUNCATE bf_ties.runtime_sandbox_operations");
+    let singles = walk("bf_ties", 1);
+    assert_eq!(singles.len(), 9);
+    assert_eq!(singles.iter().map(|p| p.1).sum::<i64>(), 8);
+    // The cursor keeps microseconds: a page after r1/2 at t starts at r2/1.
+    let next = text(&format!(
+        "SELECT (targets[1]).sandbox_id FROM runtime_sandbox.preview_sandbox_operation_backfill(1, ('{t}', 'r1', 2, 1), 'bf_ties')"
+    ));
+    assert_eq!(next, "r2-1a");
+}
+
+#[pg_test]
+fn backfill_first_resource_of_an_identity_wins() {
+    ledger("bf_rank");
+    let dup = r#"{"kind":"daytona_sandbox","sandboxId":"s1","daytonaOrganizationId":"o1"}"#;
+    let other_domain = r#"{"kind":"daytona_sandbox","sandboxId":"s1","daytonaOrganizationId":"o2"}"#;
+    let modal_same_id = r#"{"kind":"modal_sandbox","sandboxId":"s1","modalAppId":"o1"}"#;
+    attempt("bf_rank", "r2", 1, "2026-01-01 00:00:01+00", &format!("'[{dup}, {dup}, {other_domain}, {modal_same_id}]'"));
+    attempt("bf_rank", "r1", 1, "2026-01-01 00:00:00+00", &format!("'{dup}'"));
+    attempt("bf_rank", "r3", 1, "2026-01-01 00:00:02+00", &format!("'{dup}'"));
+    let page = walk("bf_rank", 3);
+    // Page 1: r1's resource wins; r2's first copy and its duplicate lose.
+    assert_eq!(page[0].3, r#"{"(r1,1,1,daytona,s1,t)","(r2,1,1,daytona,s1,f)","(r2,1,2,daytona,s1,f)"}"#);
+    // Page 2: another routing domain and another provider are other identities; r3 conflicts with the stored row.
+    assert_eq!(page[1].3, r#"{"(r2,1,3,daytona,s1,t)","(r2,1,4,modal,s1,t)","(r3,1,1,daytona,s1,f)"}"#);
+    assert_eq!((page[0].1, page[1].1), (1, 2));
+    assert_eq!(
+        text("SELECT string_agg(operation_key || '@' || run_id, ' ' ORDER BY operation_key) FROM bf_rank.runtime_sandbox_operations"),
+        "backfill:daytona:s1:o1@r1 backfill:daytona:s1:o2@r2 backfill:modal:s1:o1@r2"
+    );
+    // Within one page the winner is the first in keyset order, not in the array.
+    run("TRUNCATE bf_rank.runtime_sandbox_operations");
+    let all = walk("bf_rank", 10);
+    assert_eq!(all[0].1, 3);
+    assert_eq!(text("SELECT run_id FROM bf_rank.runtime_sandbox_operations WHERE routing_domain = 'o1' AND provider = 'daytona'"), "r1");
+}
+
+#[pg_test]
+fn backfill_rerun_changes_nothing() {
+    ledger("bf_rerun");
+    for i in 1..=5 {
+        attempt("bf_rerun", &format!("r{i}"), 1, "2026-01-01 00:00:00+00", &format!("'[{}, {}]'", daytona(&format!("x{i}")), daytona(&format!("y{i}"))));
+    }
+    let snapshot = "SELECT string_agg(o::text, ';' ORDER BY operation_key) FROM bf_rerun.runtime_sandbox_operations o";
+    let first = walk("bf_rerun", 3);
+    assert_eq!(first.iter().map(|p| p.1).sum::<i64>(), 10);
+    let before = text(snapshot);
+    // An operation the application changed since is left alone too.
+    run("UPDATE bf_rerun.runtime_sandbox_operations SET state = 'deleted' WHERE sandbox_id = 'x1'");
+    let changed = text(snapshot);
+    let second = walk("bf_rerun", 3);
+    assert_eq!(second.iter().map(|p| p.1).sum::<i64>(), 0);
+    assert!(second.iter().all(|p| !p.3.contains(",t)")));
+    assert_eq!(text(snapshot), changed);
+    assert_ne!(before, changed);
+}
+
+#[pg_test]
+fn backfill_preview_is_the_applied_page_without_writes() {
+    ledger("bf_preview");
+    attempt("bf_preview", "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}, {}, {}]'", daytona("a"), daytona("b"), daytona("a")));
+    attempt("bf_preview", "r2", 1, "2026-01-01 00:00:01+00", &format!("'[{}, {}]'", daytona("c"), daytona("b")));
+    attempt("bf_preview", "r99", 1, "2026-01-01 00:00:00.5+00", &format!("'[{}]'", daytona("orphan")));
+    // One identity exists already.
+    run("INSERT INTO bf_preview.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id) VALUES ('k', 'daytona', 'rx', 1, 'o', 'c')");
+    // Page by page: the preview, then the same page applied.
+    start_walk();
+    let mut applied = Vec::new();
+    loop {
+        let previewed = page("bf_preview", "preview_sandbox_operation_backfill", 2, false);
+        let writes = int("SELECT count(*) FROM bf_preview.runtime_sandbox_operations");
+        let done = page("bf_preview", "backfill_sandbox_operations", 2, true);
+        assert_eq!(previewed.1, 0);
+        assert_eq!((previewed.0, previewed.2, &previewed.3), (done.0, done.2, &done.3));
+        assert_eq!(done.1, done.3.matches(",t)").count() as i64);
+        assert_eq!(int("SELECT count(*) FROM bf_preview.runtime_sandbox_operations"), writes + done.1);
+        let more = done.2;
+        applied.push(done);
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(applied.len(), 3);
+    // The orphan attempt (no run) is skipped by both.
+    assert!(!applied.iter().any(|p| p.3.contains("orphan")));
+    assert_eq!(int("SELECT count(*) FROM bf_preview.runtime_sandbox_operations"), 3);
+}
+
+#[pg_test]
+fn backfill_maps_modal_and_daytona_resources() {
+    ledger("bf_map");
+    attempt(
+        "bf_map",
+        "r1",
+        3,
+        "2026-01-02 03:04:05.678901+00",
+        r#"'[{"kind":"modal_sandbox","sandboxId":"m1","modalAppId":"app-1","daytonaOrganizationId":"ignored","runtimeEnvironment":"","daytonaEnvironment":"staging"},
+             {"kind":"daytona_sandbox","sandboxId":"d1","daytonaOrganizationId":"","modalAppId":"ignored","runtimeEnvironment":"dev","daytonaEnvironment":"staging"},
+             {"kind":"daytona_sandbox","sandboxId":"d2"},
+             {"kind":"modal_sandbox","sandboxId":"m2","modalAppId":""},
+             {"kind":"daytona_sandbox","sandboxId":""}, {"kind":"daytona_sandbox"}, {"sandboxId":"nokind"},
+             {"kind":"kubernetes","sandboxId":"k1"}, 7, "text", null, [1], {"kind":"daytona_sandbox","sandboxId":42}]'"#,
+    );
+    // A single object counts as a one-element array; JSON null and SQL NULL hold nothing.
+    attempt("bf_map", "r2", 1, "2026-01-02 03:04:06+00", r#"'{"kind":"daytona_sandbox","sandboxId":"single","daytonaEnvironment":"eu"}'"#);
+    attempt("bf_map", "r3", 1, "2026-01-02 03:04:06+00", "'null'");
+    attempt("bf_map", "r4", 1, "2026-01-02 03:04:06+00", "NULL");
+    attempt("bf_map", "r5", 1, "2026-01-02 03:04:06+00", r#"'"just text"'"#);
+    let pages = walk("bf_map", 100);
+    assert_eq!(pages[0].0, 6);
+    assert_eq!(pages[0].2, false);
+    let rows = text(
+        "SELECT string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment, sandbox_id,
+                 coalesce(routing_domain, '<null>'), routing_domain_key, state, provider_created_at = '2026-01-02 03:04:05.678901+00'),
+                 E'\\n' ORDER BY operation_key)
+         FROM bf_map.runtime_sandbox_operations",
+    );
+    assert_eq!(
+        rows,
+        [
+            "backfill:daytona:42:|daytona|r1|3|org-r1|production|42|<null>||live|t",
+            "backfill:daytona:d1:|daytona|r1|3|org-r1|dev|d1|<null>||live|t",
+            "backfill:daytona:d2:|daytona|r1|3|org-r1|production|d2|<null>||live|t",
+            "backfill:daytona:single:|daytona|r2|1|org-r2|eu|single|<null>||live|f",
+            "backfill:modal:m1:app-1|modal|r1|3|org-r1|staging|m1|app-1|app-1|live|t",
+            "backfill:modal:m2:|modal|r1|3|org-r1|production|m2|<null>||live|t",
+        ]
+        .join("\n")
+    );
+    // Ordinals count every array element, skipped ones included.
+    assert!(pages[0].3.contains("(r1,3,13,daytona,42,t)"));
+}
+
+fn control(schema: &str) -> Option<String> {
+    one::<String>(&format!(
+        "SELECT value::text FROM {schema}.control WHERE key = 'runtime_sandbox_operation_backfill_v1'"
+    ))
+}
+
+#[pg_test]
+fn backfill_checkpoint_has_the_application_shape_both_ways() {
+    ledger("bf_ckpt");
+    for i in 1..=3 {
+        attempt("bf_ckpt", &format!("r{i}"), 1, &format!("2026-01-01 00:00:0{i}.123456+00"), &format!("'[{}, {}]'", daytona(&format!("a{i}")), daytona(&format!("b{i}"))));
+    }
+    run("SET LOCAL TimeZone = 'UTC'");
+    let p = text("SELECT (p.phase, p.batches, p.scanned_attempts, p.inserted_operations, p.projected_operations, p.next_cursor)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 3, 1, 'bf_ckpt') p");
+    assert_eq!(p, r#"(pending,1,3,3,3,"(""2026-01-01 00:00:02.123456+00"",r2,1,1)")"#);
+    assert_eq!(
+        control("bf_ckpt").unwrap(),
+        r#"{"phase": "pending", "cursor": {"runId": "r2", "attempt": 1, "updatedAt": "2026-01-01 00:00:02.123456+00", "resourceOrdinal": 1}}"#
+    );
+    // The application wrote this one (its JSON.stringify key order): resume from it.
+    run(r#"UPDATE bf_ckpt.control SET value = '{"phase":"pending","cursor":{"updatedAt":"2026-01-01 00:00:02.123456+00","runId":"r2","attempt":1,"resourceOrdinal":2}}'
+           WHERE key = 'runtime_sandbox_operation_backfill_v1'"#);
+    let p = text("SELECT (p.phase, p.batches, p.scanned_attempts, p.inserted_operations, p.next_cursor)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 3, 5, 'bf_ckpt') p");
+    assert_eq!(p, "(complete,1,2,2,)");
+    assert_eq!(control("bf_ckpt").unwrap(), r#"{"phase": "complete", "cursor": null}"#);
+    // r2's first resource was before the handed-over cursor: never inserted.
+    assert_eq!(int("SELECT count(*) FROM bf_ckpt.runtime_sandbox_operations"), 5);
+    // Completed stays complete, in both modes.
+    for dry in ["true", "false"] {
+        let p = text(&format!("SELECT (p.*)::text FROM runtime_sandbox.advance_sandbox_operation_backfill({dry}, 3, 5, 'bf_ckpt') p"));
+        assert_eq!(p, format!("(complete,{},0,0,0,0,{{}},)", &dry[..1]));
+    }
+    // A cursor with wrong JSON types restarts from the oldest attempt.
+    run(r#"UPDATE bf_ckpt.control SET value = '{"phase":"pending","cursor":{"updatedAt":"x","runId":"r2","attempt":"1","resourceOrdinal":2}}'"#);
+    let p = text("SELECT (p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_ckpt') p");
+    assert_eq!(p, "(1,r1)");
+    // A cursor the application would refuse is refused, naming the checkpoint.
+    run(r#"UPDATE bf_ckpt.control SET value = '{"phase":"pending","cursor":{"updatedAt":"2026-01-01","runId":" ","attempt":1,"resourceOrdinal":2}}'"#);
+    let err = error_of("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_ckpt')").unwrap();
+    assert!(err.starts_with("22000 runtime_sandbox: the backfill checkpoint in \"bf_ckpt\".control"), "{err}");
+    assert!(err.contains("run_id is blank"), "{err}");
+}
+
+#[pg_test]
+fn backfill_dry_run_writes_nothing_and_reports_like_the_application() {
+    ledger("bf_dry");
+    attempt("bf_dry", "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}, {}]'", daytona("a"), daytona("a")));
+    // An attempt without a run: the application's preview counts it.
+    attempt("bf_dry", "r404", 1, "2026-01-01 00:00:01+00", &format!("'[{}]'", daytona("b")));
+    attempt("bf_dry", "r2", 1, "2026-01-01 00:00:02+00", &format!("'[{}]'", daytona("c")));
+    run("SET LOCAL TimeZone = 'UTC'");
+    let before = "SELECT (SELECT count(*) FROM bf_dry.runtime_sandbox_operations) + (SELECT count(*) FROM bf_dry.control)";
+    let p = text("SELECT (p.*)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(true, 3, 50, 'bf_dry') p");
+    assert_eq!(
+        p,
+        r#"(pending,t,1,3,0,2,"{""(r1,1,1,daytona,a,t)"",""(r1,1,2,daytona,a,f)"",""(r404,1,1,daytona,b,t)""}","(""2026-01-01 00:00:01+00"",r404,1,1)")"#
+    );
+    assert_eq!(int(before), 0);
+    // From a stored cursor, past the end: nothing to preview, zero batches, still pending.
+    run(r#"INSERT INTO bf_dry.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1',
+           '{"phase":"pending","cursor":{"updatedAt":"2026-01-01 00:00:02+00","runId":"r2","attempt":1,"resourceOrdinal":1}}')"#);
+    let p = text("SELECT (p.*)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(true, 3, 1, 'bf_dry') p");
+    assert_eq!(p, "(pending,t,0,0,0,0,{},)");
+    let stored = control("bf_dry");
+    let _ = text("SELECT (p.*)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(true, 1, 1, 'bf_dry') p");
+    assert_eq!(control("bf_dry"), stored);
+    assert_eq!(int("SELECT count(*) FROM bf_dry.runtime_sandbox_operations"), 0);
+}
+
+#[pg_test]
+fn backfill_advance_clamps_max_batches_and_sums_pages() {
+    ledger("bf_clamp");
+    run(&format!(
+        "INSERT INTO bf_clamp.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'r1', g, '2026-01-01'::timestamptz + g * interval '1 second', jsonb_build_array({}) FROM generate_series(1, 205) g",
+        r#"jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 's' || g)"#
+    ));
+    let call = |max: &str| text(&format!("SELECT (p.phase, p.batches, p.scanned_attempts, p.inserted_operations, p.projected_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, {max}, 'bf_clamp') p"));
+    assert_eq!(call("NULL"), "(pending,1,1,1,1)");
+    assert_eq!(call("0"), "(pending,1,1,1,1)");
+    assert_eq!(call("-7"), "(pending,1,1,1,1)");
+    assert_eq!(call("100000"), "(pending,200,200,200,200)");
+    // 2 left, then the empty page: complete after 3 pages.
+    assert_eq!(call("10"), "(complete,3,2,2,2)");
+    assert_eq!(int("SELECT count(*) FROM bf_clamp.runtime_sandbox_operations"), 205);
+}
+
+#[pg_test]
+fn backfill_status_shows_phase_cursor_and_what_is_left() {
+    ledger("bf_status");
+    for i in 1..=4 {
+        attempt("bf_status", &format!("r{i}"), 1, &format!("2026-01-01 00:00:0{i}+00"), &format!("'[{}]'", daytona(&format!("s{i}"))));
+    }
+    let status = || text("SELECT (s.*)::text FROM runtime_sandbox.backfill_status('bf_status') s");
+    assert_eq!(status(), "(pending,,4)");
+    run("SET LOCAL TimeZone = 'UTC'");
+    run("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 3, 1, 'bf_status')");
+    assert_eq!(status(), r#"(pending,"(""2026-01-01 00:00:03+00"",r3,1,1)",1)"#);
+    run("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 3, 1, 'bf_status')");
+    assert_eq!(status(), "(complete,,0)");
+}
+
+#[pg_test]
+fn backfill_bad_input_names_the_argument_and_writes_nothing() {
+    ledger("bf_bad");
+    attempt("bf_bad", "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}]'", daytona("a")));
+    run("CREATE SCHEMA bf_not_a_ledger");
+    let cases = [
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(0, NULL, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 0"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1001, NULL, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 1001"),
+        ("SELECT runtime_sandbox.preview_sandbox_operation_backfill(NULL, NULL, 'bf_bad')", "batch_size: must not be NULL"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, (NULL, 'r1', 1, 1), 'bf_bad')", "after: updated_at is NULL"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', NULL, 1, 1), 'bf_bad')", "after: run_id is NULL"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', 'r1', NULL, 1), 'bf_bad')", "after: attempt is NULL"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', 'r1', 1, NULL), 'bf_bad')", "after: resource_ordinal is NULL"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', '  ', 1, 1), 'bf_bad')", "after: run_id is blank"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', 'r1', 0, 1), 'bf_bad')", "after: attempt must be at least 1, got 0"),
+        ("SELECT runtime_sandbox.preview_sandbox_operation_backfill(1, ('2026-01-01', 'r1', 1, -1), 'bf_bad')", "after: resource_ordinal must be at least 1, got -1"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf_missing')", "ledger_schema: schema \"bf_missing\" does not exist"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf-bad')", "ledger_schema: \"bf-bad\" is not a plain identifier"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, NULL)", "ledger_schema: must not be NULL"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf_not_a_ledger')", "ledger_schema: schema \"bf_not_a_ledger\" has no attempts, control, runs, runtime_sandbox_operations table"),
+        ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(NULL, 1, 1, 'bf_bad')", "dry_run: must not be NULL"),
+        ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 5000, 1, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 5000"),
+        ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(true, 0, 1, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 0"),
+        ("SELECT runtime_sandbox.backfill_status('bf_missing')", "ledger_schema: schema \"bf_missing\" does not exist"),
+        ("SELECT runtime_sandbox.backfill_run_lock_key(1, 0, '0', 'bf_bad')", "max_batches: must be NULL (until complete) or at least 1, got 0"),
+        ("SELECT runtime_sandbox.backfill_run_lock_key(1, NULL, '-1 second', 'bf_bad')", "pause: must not be negative"),
+        ("SELECT runtime_sandbox.backfill_run_lock_key(1, NULL, NULL, 'bf_bad')", "pause: must not be NULL"),
+        ("SELECT runtime_sandbox.backfill_run_lock_key(1001, NULL, '0', 'bf_bad')", "batch_size: must be an integer from 1 through 1000"),
+    ];
+    for (sql, expected) in cases {
+        let err = error_of(sql).unwrap_or_else(|| panic!("{sql} did not fail"));
+        assert!(err.starts_with(&format!("22023 runtime_sandbox: invalid argument {expected}")), "{sql}: {err}");
+    }
+    assert_eq!(int("SELECT count(*) FROM bf_bad.runtime_sandbox_operations"), 0);
+    assert_eq!(int("SELECT count(*) FROM bf_bad.control"), 0);
+    // Malformed resources never stop the backfill.
+    attempt("bf_bad", "r2", 1, "2026-01-01 00:00:01+00", r#"'[null, 1, "x", {"kind": {"nested": true}}, {"kind":"daytona_sandbox","sandboxId":null}]'"#);
+    let p = text("SELECT (p.phase, p.scanned_attempts, p.inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_bad') p");
+    assert_eq!(p, "(complete,1,1)");
+}
+
+#[pg_test]
+fn backfill_pages_start_at_the_cursor_in_the_keyset_index() {
+    ledger("bf_index");
+    run(
+        "INSERT INTO bf_index.runs (run_id, org_id) SELECT 'run-' || g, 'o' FROM generate_series(1, 20000) g;
+         INSERT INTO bf_index.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'run-' || g, 1, '2026-01-01'::timestamptz + g * interval '1 ms',
+                jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 's' || g))
+         FROM generate_series(1, 20000) g;
+         ANALYZE bf_index.attempts; ANALYZE bf_index.runs",
+    );
+    // Half-way through: the attempts read are the page's, not everything before or after it.
+    let before = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index.attempts'::regclass");
+    let p = text("SELECT (p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.backfill_sandbox_operations(100, ('2026-01-01'::timestamptz + interval '10000 ms', 'run-10000', 1, 1), 'bf_index') p");
+    assert_eq!(p, "(100,run-10100)");
+    let read = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index.attempts'::regclass") - before;
+    assert!(read <= 150, "read {read} attempt tuples for a 100-resource page");
+}

@@ -1,0 +1,240 @@
+//! `CALL runtime_sandbox.run_sandbox_operation_backfill(...)` over real
+//! connections: commits per batch, resumes after its backend is terminated,
+//! refuses to run twice at once, and releases its lock on errors and cancels.
+
+mod common;
+
+use postgres::{Client, Config, NoTls};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const CALL: &str = "CALL runtime_sandbox.run_sandbox_operation_backfill";
+
+/// A connection that collects the NOTICEs it receives.
+fn connect_with_notices(db: &str) -> (Client, Arc<Mutex<Vec<String>>>) {
+    common::ensure_cluster();
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&notices);
+    let client = Config::new()
+        .host("127.0.0.1")
+        .port(common::PORT)
+        .user("postgres")
+        .dbname(db)
+        .notice_callback(move |n| sink.lock().unwrap().push(n.message().to_string()))
+        .connect(NoTls)
+        .unwrap_or_else(|e| panic!("connect to {db}: {e}"));
+    (client, notices)
+}
+
+/// A ledger with `runs` runs of two attempts each, 1–3 sandbox resources per
+/// attempt, ties on updated_at, and sandbox ids that repeat across attempts.
+fn seeded(db: &str, runs: i32) -> String {
+    let db = common::fresh_database(db);
+    let mut c = common::connect(&db);
+    c.batch_execute(&format!(
+        "SELECT runtime_sandbox.install_ledger();
+         INSERT INTO runtime_scheduler.runs (run_id, org_id)
+         SELECT 'run-' || g, 'org-' || (g % 5) FROM generate_series(1, {runs}) g;
+         INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'run-' || g, a, '2026-01-01'::timestamptz + (g / 4) * interval '1.000001 second',
+                (SELECT jsonb_agg(jsonb_build_object(
+                     'kind', CASE WHEN i % 2 = 0 THEN 'modal_sandbox' ELSE 'daytona_sandbox' END,
+                     'sandboxId', 'sb-' || ((g * 3 + i + a) % ({runs} * 2)),
+                     'modalAppId', 'app-' || (g % 3),
+                     'daytonaOrganizationId', 'dorg-' || (g % 2)))
+                 FROM generate_series(1, 1 + (g + a) % 3) i)
+         FROM generate_series(1, {runs}) g, generate_series(1, 2) a;"
+    ))
+    .unwrap();
+    db
+}
+
+fn operations(c: &mut Client) -> String {
+    c.query_one(
+        "SELECT coalesce(string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment,
+                   sandbox_id, routing_domain, state, provider_created_at), E'\\n' ORDER BY operation_key), '')
+         FROM runtime_scheduler.runtime_sandbox_operations",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+fn count(c: &mut Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).unwrap().get(0)
+}
+
+fn phase(c: &mut Client) -> Option<String> {
+    c.query_opt(
+        "SELECT value->>'phase' FROM runtime_scheduler.control WHERE key = 'runtime_sandbox_operation_backfill_v1'",
+        &[],
+    )
+    .unwrap()
+    .and_then(|r| r.get(0))
+}
+
+fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn backend_running_call(c: &mut Client, db: &str) -> Option<i32> {
+    c.query_opt(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'CALL runtime_sandbox.run_sandbox_operation_backfill%' AND pid <> pg_backend_pid()",
+        &[&db],
+    )
+    .unwrap()
+    .map(|r| r.get(0))
+}
+
+/// The state an uninterrupted run reaches on the same data.
+fn reference(db: &str, runs: i32) -> String {
+    let db = seeded(db, runs);
+    let mut c = common::connect(&db);
+    c.batch_execute(&format!("{CALL}(1000)")).unwrap();
+    operations(&mut c)
+}
+
+#[test]
+fn backfill_procedure_commits_each_batch() {
+    let db = seeded("backfill_procedure_commits", 150);
+    let expected = reference("backfill_procedure_commits_ref", 150);
+    let (mut runner, notices) = connect_with_notices(&db);
+    let call = thread::spawn(move || runner.batch_execute(&format!("{CALL}(40, NULL, '60 ms')")));
+    let mut watcher = common::connect(&db);
+    let mut seen = Vec::new();
+    while !call.is_finished() {
+        let n = count(&mut watcher, "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations");
+        if seen.last() != Some(&n) {
+            seen.push(n);
+        }
+        thread::sleep(Duration::from_millis(15));
+    }
+    call.join().unwrap().unwrap();
+    let total = count(&mut watcher, "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations");
+    let mid_run: Vec<_> = seen.iter().filter(|&&n| n > 0 && n < total).collect();
+    assert!(mid_run.len() >= 3, "another connection saw progress only as {seen:?} of {total}");
+    assert_eq!(phase(&mut watcher).as_deref(), Some("complete"));
+    assert_eq!(operations(&mut watcher), expected);
+    let notices = notices.lock().unwrap();
+    assert!(notices.len() >= 5, "{notices:?}");
+    for (i, n) in notices.iter().enumerate() {
+        assert!(n.starts_with(&format!("runtime_sandbox backfill batch {}: scanned ", i + 1)), "{n}");
+        assert!(n.contains(", inserted ") && n.contains(", cursor ") && n.contains(", elapsed "), "{n}");
+    }
+    assert!(notices.last().unwrap().contains("phase complete"));
+}
+
+#[test]
+fn backfill_procedure_resumes_after_its_backend_is_terminated() {
+    let db = seeded("backfill_procedure_resume", 200);
+    let expected = reference("backfill_procedure_resume_ref", 200);
+    let (mut runner, _) = connect_with_notices(&db);
+    let call = thread::spawn(move || runner.batch_execute(&format!("{CALL}(30, NULL, '50 ms')")));
+    let mut watcher = common::connect(&db);
+    wait_until("a few committed batches", Duration::from_secs(30), || {
+        count(&mut watcher, "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations") > 60
+    });
+    let pid = backend_running_call(&mut watcher, &db).expect("the CALL is running");
+    assert!(watcher.query_one("SELECT pg_terminate_backend($1)", &[&pid]).unwrap().get::<_, bool>(0));
+    assert!(call.join().unwrap().is_err(), "the terminated CALL reports an error");
+    let partial = count(&mut watcher, "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations");
+    assert_eq!(phase(&mut watcher).as_deref(), Some("pending"));
+    assert!(partial > 0);
+    // The session lock died with the backend: a new CALL runs and resumes.
+    let (mut again, notices) = connect_with_notices(&db);
+    again.batch_execute(&format!("{CALL}(30)")).unwrap();
+    assert!(notices.lock().unwrap().iter().all(|n| !n.contains("already running")));
+    assert_eq!(phase(&mut watcher).as_deref(), Some("complete"));
+    assert_eq!(operations(&mut watcher), expected);
+    assert_eq!(
+        count(
+            &mut watcher,
+            "SELECT count(*) - count(DISTINCT (provider, sandbox_id, routing_domain_key)) FROM runtime_scheduler.runtime_sandbox_operations"
+        ),
+        0
+    );
+}
+
+#[test]
+fn backfill_procedure_runs_once_per_ledger() {
+    let db = seeded("backfill_procedure_once", 150);
+    let expected = reference("backfill_procedure_once_ref", 150);
+    let (mut first, first_notices) = connect_with_notices(&db);
+    let call = thread::spawn(move || first.batch_execute(&format!("{CALL}(25, NULL, '80 ms')")));
+    let mut watcher = common::connect(&db);
+    wait_until("the first CALL to hold its lock", Duration::from_secs(30), || {
+        count(&mut watcher, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())") == 1
+    });
+    let (mut second, second_notices) = connect_with_notices(&db);
+    let started = Instant::now();
+    second.batch_execute(&format!("{CALL}(25)")).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(!call.is_finished(), "the first CALL should still be running");
+    {
+        let notices = second_notices.lock().unwrap();
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].contains("already running on ledger runtime_scheduler"), "{}", notices[0]);
+    }
+    call.join().unwrap().unwrap();
+    // Each batch number appears once: the first run's batches were not interleaved with another run's.
+    let notices = first_notices.lock().unwrap();
+    for (i, n) in notices.iter().enumerate() {
+        assert!(n.starts_with(&format!("runtime_sandbox backfill batch {}:", i + 1)), "{n}");
+    }
+    assert_eq!(operations(&mut watcher), expected);
+    // Once the first run is done, the lock is free again.
+    second_notices.lock().unwrap().clear();
+    second.batch_execute(&format!("{CALL}(25)")).unwrap();
+    assert!(second_notices.lock().unwrap()[0].contains("already complete"));
+}
+
+#[test]
+fn backfill_procedure_releases_its_lock_on_errors_and_cancels() {
+    let db = seeded("backfill_procedure_errors", 20);
+    let mut c = common::connect(&db);
+    // Two sandbox identities whose operation keys collide (backfill:daytona:a:b:)
+    // make the second page fail, as the application's INSERT fails.
+    c.batch_execute(
+        r#"TRUNCATE runtime_scheduler.attempts;
+           INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json) VALUES
+             ('run-1', 1, '2026-01-01', '{"kind":"daytona_sandbox","sandboxId":"a:b"}'),
+             ('run-2', 1, '2026-01-02', '{"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"b:"}')"#,
+    )
+    .unwrap();
+    let err = c.batch_execute(&format!("{CALL}(1)")).unwrap_err();
+    assert!(common::db_message(&err).contains("runtime_sandbox_operations_pkey"), "{err:?}");
+    let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
+    assert_eq!(count(&mut c, held), 0, "the lock outlived the error");
+    // The first page was committed before the failing one.
+    assert_eq!(count(&mut c, "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations"), 1);
+    assert_eq!(phase(&mut c).as_deref(), Some("pending"));
+
+    // Cancel during the pause between batches.
+    c.batch_execute("DELETE FROM runtime_scheduler.attempts WHERE run_id = 'run-2';
+                     INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
+                     SELECT 'run-3', g, '2026-01-03', jsonb_build_object('kind', 'modal_sandbox', 'sandboxId', 'm' || g)
+                     FROM generate_series(1, 20) g").unwrap();
+    let (runner, _) = connect_with_notices(&db);
+    let runner = Arc::new(Mutex::new(runner));
+    let inner = Arc::clone(&runner);
+    let call = thread::spawn(move || inner.lock().unwrap().batch_execute(&format!("{CALL}(1, NULL, '400 ms')")));
+    wait_until("the CALL to hold its lock", Duration::from_secs(30), || {
+        count(&mut c, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())") == 1
+    });
+    thread::sleep(Duration::from_millis(500));
+    let pid = backend_running_call(&mut c, &db).expect("the CALL is running");
+    assert!(c.query_one("SELECT pg_cancel_backend($1)", &[&pid]).unwrap().get::<_, bool>(0));
+    let err = call.join().unwrap().unwrap_err();
+    assert!(common::db_message(&err).contains("canceling statement"), "{err:?}");
+    let mut runner = runner.lock().unwrap();
+    assert_eq!(count(&mut runner, held), 0, "the lock outlived the cancel");
+    assert_eq!(count(&mut c, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"), 0);
+    // And the session can run it again, to completion.
+    runner.batch_execute(&format!("{CALL}(1000)")).unwrap();
+    assert_eq!(phase(&mut runner).as_deref(), Some("complete"));
+}
