@@ -25,16 +25,19 @@ install: setup
 install-dev: setup
 	cargo pgrx install --pg-config $(PG_CONFIG)
 
-## All tests: the pure core, the SQL layer inside PostgreSQL, then real-connection integration tests.
-test: setup test-core test-pg test-integration
+## All tests: the pure core, then `cargo pgrx test`, which runs the SQL-layer tests inside PostgreSQL and
+## then the real-connection integration tests in tests/ (against the scratch cluster in $(IT_DIR)).
+test: setup test-core test-pg
 
 test-core:
 	cargo test --lib --features pg$(PG_MAJOR)
 
 test-pg:
+	@scripts/cluster.sh stop $(IT_DIR)
 	rm -rf $(dir $(TEST_PGDATA))
 	cargo pgrx test pg$(PG_MAJOR) $(PGTEST_FILTER) --runas postgres --pgdata $(TEST_PGDATA)
 
+## Only the integration tests, against a dev build.
 test-integration: install-dev
 	@scripts/cluster.sh stop $(IT_DIR)
 	RUNTIME_SANDBOX_IT_DIR=$(IT_DIR) cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
