@@ -1,0 +1,300 @@
+//! SQL surface of reconcile_daytona: validate, then run the phase statements
+//! in `sql/reconcile/` in the application's order, inside the caller's one
+//! transaction, and build the result row.
+
+use super::inventory::{parse_inventory, recovery_candidates, InventoryItem};
+use super::summary::{self, Phase, Status, Summary, PROVIDER};
+use crate::args::{self, SchemaName};
+use crate::pg_types::{JsonbText, Name};
+use crate::shell::{check, existing_schema};
+use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::prelude::*;
+use pgrx::spi::{SpiClient, SpiTupleTable};
+use pgrx::AllocatedByRust;
+use std::time::Instant;
+
+const OVERLAP_GUARD: &str = include_str!("../../sql/reconcile/overlap_guard.sql");
+const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../sql/reconcile/release_terminal_capacity.sql");
+const RESERVED_OWNED: &str = include_str!("../../sql/reconcile/reserved_owned.sql");
+const RECOVER_RESERVED: &str = include_str!("../../sql/reconcile/recover_reserved.sql");
+const MATCH_INVENTORY: &str = include_str!("../../sql/reconcile/match_inventory.sql");
+const FIND_ABSENT: &str = include_str!("../../sql/reconcile/find_absent.sql");
+const INSPECT_CAPACITY: &str = include_str!("../../sql/reconcile/inspect_capacity.sql");
+const SEED_CAPACITY: &str = include_str!("../../sql/reconcile/seed_capacity.sql");
+const MARK_ABSENT: &str = include_str!("../../sql/reconcile/mark_absent.sql");
+const RECORD_RUN: &str = include_str!("../../sql/reconcile/record_run.sql");
+const SUMMARY_ROW: &str = include_str!("../../sql/reconcile/summary_row.sql");
+
+extension_sql_file!("../../sql/reconcile/types.sql", name = "reconcile_types", requires = ["schema"]);
+extension_sql_file!("../../sql/reconcile/api.sql", name = "reconcile_api", requires = [reconcile_daytona]);
+
+/// The validated arguments of one call.
+struct Request {
+    items: Vec<InventoryItem>,
+    captured_at: TimestampWithTimeZone,
+    dry_run: bool,
+    batch_size: i32,
+    minimum_age: Interval,
+    ledger: SchemaName,
+}
+
+/// Validate every argument before anything runs; each error names its argument.
+fn validate(
+    inventory: Option<JsonbText>,
+    inventory_captured_at: Option<TimestampWithTimeZone>,
+    dry_run: Option<bool>,
+    batch_size: Option<i32>,
+    minimum_age: Option<Interval>,
+    ledger_schema: Option<Name>,
+) -> Request {
+    let inventory = check(summary::required("inventory", inventory));
+    let items = check(parse_inventory(&inventory.0));
+    let batch_size = check(args::batch_size(check(summary::required("batch_size", batch_size))));
+    let captured_at = check(summary::required("inventory_captured_at", inventory_captured_at));
+    check(summary::captured_at(pg_sys::TimestampTz::from(captured_at)));
+    let minimum_age = check(summary::required("minimum_age", minimum_age));
+    check(summary::minimum_age(minimum_age.months(), minimum_age.days(), minimum_age.micros()));
+    let dry_run = check(summary::required("dry_run", dry_run));
+    let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
+    let ledger = existing_schema("ledger_schema", ledger_schema.as_str());
+    Request { items, captured_at, dry_run, batch_size, minimum_age, ledger }
+}
+
+/// Reconcile the sandbox ledger against one complete Daytona inventory.
+#[pg_extern(volatile, parallel_unsafe, requires = ["reconcile_types"])]
+#[search_path(pg_catalog, pg_temp)]
+fn reconcile_daytona(
+    inventory: Option<JsonbText>,
+    inventory_captured_at: Option<TimestampWithTimeZone>,
+    dry_run: Option<bool>,
+    batch_size: default!(Option<i32>, 500),
+    minimum_age: default!(Option<Interval>, "'10 minutes'"),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
+    let request = validate(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema);
+    let summary = Spi::connect_mut(|client| run(client, &request));
+    result_row(&summary)
+}
+
+/// One phase statement: the SQL with the ledger schema substituted, timed.
+struct Ledger<'a> {
+    quoted: &'a str,
+}
+
+impl Ledger<'_> {
+    fn sql(&self, template: &str) -> String {
+        template.replace("@ledger@", self.quoted)
+    }
+}
+
+fn execute<'conn>(
+    client: &mut SpiClient<'conn>,
+    sql: &str,
+    params: &[DatumWithOid],
+) -> (SpiTupleTable<'conn>, f64) {
+    let started = Instant::now();
+    let table = client
+        .update(sql, None, params)
+        .unwrap_or_else(|e| error!("runtime_sandbox: reconcile_daytona statement failed: {e}"));
+    (table, started.elapsed().as_secs_f64() * 1000.0)
+}
+
+fn count(table: &SpiTupleTable, column: usize) -> i64 {
+    table.get::<i64>(column).ok().flatten().unwrap_or(0)
+}
+
+fn run(client: &mut SpiClient, request: &Request) -> Summary {
+    let ledger = Ledger { quoted: &request.ledger.quoted };
+    let items = &request.items;
+    let mut summary =
+        Summary::empty(items.len(), request.dry_run, if request.dry_run { Status::Planned } else { Status::Applied });
+
+    // Apply only: a dry run writes nothing and reads one consistent view per
+    // statement, so it never blocks (or is blocked by) a running apply.
+    if !request.dry_run {
+        let (guard, _) = execute(client, OVERLAP_GUARD, &[request.ledger.name.as_str().into(), PROVIDER.into()]);
+        if !guard.first().get::<bool>(1).ok().flatten().unwrap_or(false) {
+            return Summary::empty(items.len(), false, Status::SkippedConcurrent);
+        }
+    }
+    let started_at = TimestampWithTimeZone::try_from(unsafe { pg_sys::GetCurrentTimestamp() })
+        .unwrap_or_else(|_| error!("runtime_sandbox: the clock is out of range"));
+
+    if !request.dry_run {
+        let (released, ms) = execute(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[]);
+        summary.released_terminal_leases = count(&released.first(), 1);
+        summary.measured(Phase::ReleaseTerminalCapacity, ms, summary.released_terminal_leases);
+    }
+
+    let sandbox_ids: Vec<Option<&str>> = items.iter().map(|i| Some(i.sandbox_id.as_str())).collect();
+    let routing_domains: Vec<Option<&str>> = items.iter().map(|i| i.routing_domain.as_deref()).collect();
+    let operation_keys: Vec<Option<&str>> = items.iter().map(|i| i.operation_key.as_deref()).collect();
+
+    // Items owned by a reserved create's unique operation label.
+    let mut owned = vec![false; items.len()];
+    let mut reserved_rows = 0;
+    if !items.is_empty() {
+        let (table, ms) = execute(
+            client,
+            &ledger.sql(RESERVED_OWNED),
+            &[sandbox_ids.clone().into(), routing_domains.clone().into(), operation_keys.clone().into()],
+        );
+        let table = table.first();
+        reserved_rows = count(&table, 1);
+        summary.measured(Phase::RecoverReservedOperations, ms, reserved_rows);
+        let unique = super::inventory::unique_operation_keys(items);
+        for ordinal in table.get::<Vec<i64>>(2).ok().flatten().unwrap_or_default() {
+            let index = (ordinal - 1) as usize;
+            if items[index].operation_key.as_deref().is_some_and(|k| unique.contains(k)) {
+                owned[index] = true;
+            }
+        }
+    }
+
+    if !request.dry_run && reserved_rows > 0 {
+        let candidates = recovery_candidates(items);
+        let (table, ms) = execute(
+            client,
+            &ledger.sql(RECOVER_RESERVED),
+            &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
+        );
+        summary.recovered_reserved_operations = count(&table.first(), 1);
+        summary.measured(Phase::RecoverReservedOperations, ms, summary.recovered_reserved_operations);
+    }
+
+    if !items.is_empty() {
+        let (table, ms) = execute(
+            client,
+            &ledger.sql(MATCH_INVENTORY),
+            &[sandbox_ids.clone().into(), routing_domains.clone().into(), owned.into()],
+        );
+        let table = table.first();
+        summary.matched_live_sandboxes = count(&table, 1);
+        summary.unmatched_provider_sandbox_ids =
+            table.get::<Vec<String>>(2).ok().flatten().unwrap_or_default();
+        summary.measured(Phase::MatchProviderInventory, ms, summary.matched_live_sandboxes);
+    }
+
+    // Fail closed: a listed sandbox nobody owns cannot be assigned to an
+    // organization, so nothing further is written.
+    if !summary.unmatched_provider_sandbox_ids.is_empty() {
+        summary.status = Status::BlockedUnownedSandboxes;
+        record_run(client, &ledger, request, started_at, &summary);
+        return summary;
+    }
+
+    let absent = {
+        let (table, ms) = execute(
+            client,
+            &ledger.sql(FIND_ABSENT),
+            &[
+                sandbox_ids.clone().into(),
+                routing_domains.clone().into(),
+                request.captured_at.into(),
+                request.minimum_age.into(),
+                (request.batch_size as i64 + 1).into(),
+            ],
+        );
+        let rows: Vec<AbsentRow> = table.map(|row| AbsentRow::from_row(&row)).collect();
+        summary.measured(Phase::FindAbsentOperations, ms, rows.len() as i64);
+        rows
+    };
+    summary.has_more_absent_ledger_rows = absent.len() > request.batch_size as usize;
+    let absent = &absent[..absent.len().min(request.batch_size as usize)];
+    summary.absent_ledger_rows = absent.len() as i64;
+
+    if summary.matched_live_sandboxes > 0 {
+        let (table, ms) =
+            execute(client, &ledger.sql(INSPECT_CAPACITY), &[sandbox_ids.clone().into(), routing_domains.clone().into()]);
+        let table = table.first();
+        // The application measures two statements here; one statement
+        // answers both, so its time is reported on the first.
+        summary.measured(Phase::InspectCapacityBindings, ms, count(&table, 1));
+        summary.measured(Phase::InspectCapacityBindings, 0.0, count(&table, 2));
+        summary.live_leases_to_seed = count(&table, 3);
+    }
+
+    if request.dry_run {
+        return summary;
+    }
+
+    if summary.live_leases_to_seed > 0 {
+        let (table, ms) =
+            execute(client, &ledger.sql(SEED_CAPACITY), &[sandbox_ids.clone().into(), routing_domains.clone().into()]);
+        summary.seeded_leases = count(&table.first(), 1);
+        summary.measured(Phase::SeedCapacityBindings, ms, summary.seeded_leases);
+    }
+
+    if !absent.is_empty() {
+        let column = |f: fn(&AbsentRow) -> Option<&str>| absent.iter().map(f).collect::<Vec<Option<&str>>>();
+        let (table, ms) = execute(
+            client,
+            &ledger.sql(MARK_ABSENT),
+            &[
+                column(|r| r.sandbox_id.as_deref()).into(),
+                column(|r| r.run_id.as_deref()).into(),
+                absent.iter().map(|r| r.attempt).collect::<Vec<Option<i32>>>().into(),
+                column(|r| r.environment.as_deref()).into(),
+                column(|r| r.routing_domain.as_deref()).into(),
+            ],
+        );
+        summary.marked_deleted = count(&table.first(), 1);
+        summary.measured(Phase::MarkProviderConfirmedAbsent, ms, summary.marked_deleted);
+    }
+
+    // A cleanup that reached durable deletion while this run worked: release
+    // its lease too. The application reports the running total here.
+    let (released, ms) = execute(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[]);
+    summary.released_terminal_leases += count(&released.first(), 1);
+    summary.measured(Phase::ReleaseTerminalCapacity, ms, summary.released_terminal_leases);
+
+    record_run(client, &ledger, request, started_at, &summary);
+    summary
+}
+
+/// One operation find_absent.sql returned.
+struct AbsentRow {
+    sandbox_id: Option<String>,
+    run_id: Option<String>,
+    attempt: Option<i32>,
+    environment: Option<String>,
+    routing_domain: Option<String>,
+}
+
+impl AbsentRow {
+    fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> Self {
+        Self {
+            sandbox_id: row.get::<String>(1).ok().flatten(),
+            run_id: row.get::<String>(2).ok().flatten(),
+            attempt: row.get::<i32>(3).ok().flatten(),
+            environment: row.get::<String>(4).ok().flatten(),
+            routing_domain: row.get::<String>(5).ok().flatten(),
+        }
+    }
+}
+
+/// Every apply that was not skipped leaves a history row; a dry run does not.
+fn record_run(
+    client: &mut SpiClient,
+    ledger: &Ledger,
+    request: &Request,
+    started_at: TimestampWithTimeZone,
+    summary: &Summary,
+) {
+    if request.dry_run {
+        return;
+    }
+    let status = serde_json::to_value(summary.status).expect("status serializes");
+    execute(
+        client,
+        &ledger.sql(RECORD_RUN),
+        &[started_at.into(), status.as_str().unwrap_or_default().into(), summary.to_json().into()],
+    );
+}
+
+fn result_row(summary: &Summary) -> PgHeapTuple<'static, AllocatedByRust> {
+    Spi::get_one_with_args::<PgHeapTuple<'static, AllocatedByRust>>(SUMMARY_ROW, &[summary.to_json().into()])
+        .unwrap_or_else(|e| error!("runtime_sandbox: reconcile_daytona could not build its result: {e}"))
+        .expect("jsonb_populate_record returns a row")
+}
