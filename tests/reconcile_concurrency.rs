@@ -45,13 +45,17 @@ fn reconcile_overlapping_applies_skip_instead_of_queueing() {
     tx.commit().unwrap();
 
     // Skipped runs leave no history; the committed apply does.
-    let history: i64 = second.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
+    let history: i64 =
+        second.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
     assert_eq!(history, 1);
     // The guard went with the transaction; the next apply runs (and finds the
     // ledger already reconciled).
     assert_eq!(status(&mut second, APPLY), "applied");
     let marked: i64 = second
-        .query_one("SELECT marked_deleted FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), false)", &[])
+        .query_one(
+            "SELECT marked_deleted FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), false)",
+            &[],
+        )
         .unwrap()
         .get(0);
     assert_eq!(marked, 0);
@@ -61,7 +65,10 @@ fn reconcile_overlapping_applies_skip_instead_of_queueing() {
     let mut tx = first.transaction().unwrap();
     tx.query_one(APPLY, &[]).unwrap();
     assert_eq!(
-        status(&mut second, "SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), false, ledger_schema => 'other_ledger')"),
+        status(
+            &mut second,
+            "SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), false, ledger_schema => 'other_ledger')"
+        ),
         "applied"
     );
     tx.rollback().unwrap();
@@ -100,15 +107,22 @@ fn reconcile_a_failure_anywhere_rolls_back_every_phase() {
     // The application would have committed the release before failing; here
     // nothing happened at all.
     let open: i64 = client
-        .query_one("SELECT count(*) FROM runtime_scheduler.runtime_sandbox_capacity_leases WHERE released_at IS NULL", &[])
+        .query_one(
+            "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_capacity_leases WHERE released_at IS NULL",
+            &[],
+        )
         .unwrap()
         .get(0);
     assert_eq!(open, 2);
     let state: String = client
-        .query_one("SELECT state::text FROM runtime_scheduler.runtime_sandbox_operations WHERE operation_key = 'r1'", &[])
+        .query_one(
+            "SELECT state::text FROM runtime_scheduler.runtime_sandbox_operations WHERE operation_key = 'r1'",
+            &[],
+        )
         .unwrap()
         .get(0);
     assert_eq!(state, "reserved");
-    let history: i64 = client.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
+    let history: i64 =
+        client.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
     assert_eq!(history, 0);
 }

@@ -5,17 +5,35 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Requirement {
     /// The operation-state enum, with every label the SQL writes.
-    Enum { name: &'static str, labels: &'static [&'static str] },
-    Table { table: &'static str },
-    Column { table: &'static str, column: &'static str },
+    Enum {
+        name: &'static str,
+        labels: &'static [&'static str],
+    },
+    Table {
+        table: &'static str,
+    },
+    Column {
+        table: &'static str,
+        column: &'static str,
+    },
     /// `coalesce(<source>, '')` as a stored generated column: the identity
     /// keys treat a NULL routing domain as ''.
-    GeneratedKey { table: &'static str, column: &'static str, source: &'static str },
+    GeneratedKey {
+        table: &'static str,
+        column: &'static str,
+        source: &'static str,
+    },
     /// A unique index on exactly these columns (an `ON CONFLICT` target or a
     /// key the joins assume).
-    Unique { table: &'static str, columns: &'static [&'static str] },
+    Unique {
+        table: &'static str,
+        columns: &'static [&'static str],
+    },
     /// Any index whose leading columns are these, in this order.
-    Index { table: &'static str, columns: &'static [&'static str] },
+    Index {
+        table: &'static str,
+        columns: &'static [&'static str],
+    },
 }
 
 pub const OPERATION_STATE: &str = "runtime_sandbox_operation_state";
@@ -26,23 +44,53 @@ const TABLES: &[(&str, &[&str])] = &[
     (
         "runtime_sandbox_operations",
         &[
-            "operation_key", "provider", "run_id", "attempt", "org_id", "environment", "sandbox_id",
-            "routing_domain", "routing_domain_key", "state", "provider_operation_token", "provider_created_at",
-            "delete_confirmed_at", "updated_at",
+            "operation_key",
+            "provider",
+            "run_id",
+            "attempt",
+            "org_id",
+            "environment",
+            "sandbox_id",
+            "routing_domain",
+            "routing_domain_key",
+            "state",
+            "provider_operation_token",
+            "provider_created_at",
+            "delete_confirmed_at",
+            "updated_at",
         ],
     ),
     (
         "sandbox_cleanup_jobs_v2",
         &[
-            "provider", "sandbox_id", "run_id", "attempt", "environment", "routing_domain", "routing_domain_key",
-            "status", "lease_owner", "lease_expires_at", "available_at", "deleted_at", "last_error", "updated_at",
+            "provider",
+            "sandbox_id",
+            "run_id",
+            "attempt",
+            "environment",
+            "routing_domain",
+            "routing_domain_key",
+            "status",
+            "lease_owner",
+            "lease_expires_at",
+            "available_at",
+            "deleted_at",
+            "last_error",
+            "updated_at",
         ],
     ),
     (
         "sandbox_cleanup_events_v2",
         &[
-            "provider", "sandbox_id", "routing_domain", "run_id", "attempt", "cleanup_attempt", "lease_owner",
-            "event_type", "details_json",
+            "provider",
+            "sandbox_id",
+            "routing_domain",
+            "run_id",
+            "attempt",
+            "cleanup_attempt",
+            "lease_owner",
+            "event_type",
+            "details_json",
         ],
     ),
     (
@@ -76,15 +124,23 @@ const INDEXES: &[(&str, &[&str])] = &[
 /// Every requirement, in report order: type, then per table its existence,
 /// columns, generated keys, unique keys and indexes.
 pub fn requirements() -> Vec<Requirement> {
-    let mut all = vec![Requirement::Enum { name: OPERATION_STATE, labels: &["reserved", "live", "deleting", "deleted"] }];
+    let mut all =
+        vec![Requirement::Enum { name: OPERATION_STATE, labels: &["reserved", "live", "deleting", "deleted"] }];
     for &(table, columns) in TABLES {
         all.push(Requirement::Table { table });
         all.extend(columns.iter().map(|&column| Requirement::Column { table, column }));
         if columns.contains(&"routing_domain_key") {
             all.push(Requirement::GeneratedKey { table, column: "routing_domain_key", source: "routing_domain" });
         }
-        all.extend(UNIQUE_KEYS.iter().filter(|(t, _)| *t == table).map(|&(table, columns)| Requirement::Unique { table, columns }));
-        all.extend(INDEXES.iter().filter(|(t, _)| *t == table).map(|&(table, columns)| Requirement::Index { table, columns }));
+        all.extend(
+            UNIQUE_KEYS
+                .iter()
+                .filter(|(t, _)| *t == table)
+                .map(|&(table, columns)| Requirement::Unique { table, columns }),
+        );
+        all.extend(
+            INDEXES.iter().filter(|(t, _)| *t == table).map(|&(table, columns)| Requirement::Index { table, columns }),
+        );
     }
     all
 }

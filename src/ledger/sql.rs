@@ -31,7 +31,10 @@ fn check_ledger(
             )
             .unwrap_or_else(|e| error!("runtime_sandbox: check_ledger({}) failed: {e}", schema.name))
             .map(|row| {
-                (row.get::<String>(1).ok().flatten().unwrap_or_default(), row.get::<String>(2).ok().flatten().unwrap_or_default())
+                (
+                    row.get::<String>(1).ok().flatten().unwrap_or_default(),
+                    row.get::<String>(2).ok().flatten().unwrap_or_default(),
+                )
             })
             .collect()
     });

@@ -20,9 +20,16 @@ pub struct InventoryItem {
 fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\u{0009}' | '\u{000A}' | '\u{000B}' | '\u{000C}' | '\u{000D}' | '\u{0020}' | '\u{00A0}' | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+        '\u{0009}'
+            | '\u{000A}'
+            | '\u{000B}'
+            | '\u{000C}'
+            | '\u{000D}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'
+            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
 }
 
@@ -35,7 +42,11 @@ fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
 }
 
 /// An optional string field: absent or JSON null is NULL, a blank string is NULL.
-fn optional_string(index: usize, object: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, ArgError> {
+fn optional_string(
+    index: usize,
+    object: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, ArgError> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
@@ -72,7 +83,9 @@ pub fn parse_inventory(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
         let sandbox_id = match object.get("sandboxId") {
             Some(Value::String(s)) => js_trim(s),
             None => return Err(item_error(index, "sandboxId is required")),
-            Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", json_kind(other)))),
+            Some(other) => {
+                return Err(item_error(index, format!("sandboxId must be a string, got {}", json_kind(other))))
+            }
         };
         if sandbox_id.is_empty() {
             return Err(item_error(index, "sandboxId is blank"));

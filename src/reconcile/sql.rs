@@ -18,12 +18,11 @@ const OVERLAP_GUARD: &str = include_str!("../../sql/reconcile/overlap_guard.sql"
 const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../sql/reconcile/release_terminal_capacity.sql");
 const RESERVED_OWNED: &str = include_str!("../../sql/reconcile/reserved_owned.sql");
 const RECOVER_RESERVED: &str = include_str!("../../sql/reconcile/recover_reserved.sql");
-const MATCH_INVENTORY: &str = include_str!("../../sql/reconcile/match_inventory.sql");
-const FIND_ABSENT: &str = include_str!("../../sql/reconcile/find_absent.sql");
-const INSPECT_CAPACITY: &str = include_str!("../../sql/reconcile/inspect_capacity.sql");
+const PLAN: &str = include_str!("../../sql/reconcile/plan.sql");
 const SEED_CAPACITY: &str = include_str!("../../sql/reconcile/seed_capacity.sql");
 const MARK_ABSENT: &str = include_str!("../../sql/reconcile/mark_absent.sql");
 const RECORD_RUN: &str = include_str!("../../sql/reconcile/record_run.sql");
+const SETTINGS: &str = include_str!("../../sql/reconcile/settings.sql");
 const SUMMARY_ROW: &str = include_str!("../../sql/reconcile/summary_row.sql");
 
 extension_sql_file!("../../sql/reconcile/types.sql", name = "reconcile_types", requires = ["schema"]);
@@ -73,7 +72,12 @@ fn reconcile_daytona(
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
 ) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
     let request = validate(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema);
-    let summary = Spi::connect_mut(|client| run(client, &request));
+    let summary = Spi::connect_mut(|client| {
+        let previous = settings(client, ["off", "on", "on"]);
+        let summary = run(client, &request);
+        settings(client, previous.each_ref().map(String::as_str));
+        summary
+    });
     result_row(&summary)
 }
 
@@ -88,16 +92,29 @@ impl Ledger<'_> {
     }
 }
 
-fn execute<'conn>(
-    client: &mut SpiClient<'conn>,
-    sql: &str,
-    params: &[DatumWithOid],
-) -> (SpiTupleTable<'conn>, f64) {
+fn execute<'conn>(client: &mut SpiClient<'conn>, sql: &str, params: &[DatumWithOid]) -> (SpiTupleTable<'conn>, f64) {
     let started = Instant::now();
     let table = client
         .update(sql, None, params)
         .unwrap_or_else(|e| error!("runtime_sandbox: reconcile_daytona statement failed: {e}"));
     (table, started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// Set (jit, enable_nestloop, enable_mergejoin) for this transaction; returns the old values.
+fn settings(client: &mut SpiClient, values: [&str; 3]) -> [String; 3] {
+    let (table, _) = execute(client, SETTINGS, &[values[0].into(), values[1].into(), values[2].into()]);
+    let table = table.first();
+    [1, 2, 3].map(|c| table.get::<String>(c).ok().flatten().unwrap_or_else(|| "on".into()))
+}
+
+/// Hash joins only, for the statements that join the whole inventory ...
+fn hash_joins(client: &mut SpiClient) {
+    settings(client, ["off", "off", "off"]);
+}
+
+/// ... and back for the small, index-friendly ones.
+fn any_joins(client: &mut SpiClient) {
+    settings(client, ["off", "on", "on"]);
 }
 
 fn count(table: &SpiTupleTable, column: usize) -> i64 {
@@ -163,17 +180,31 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         summary.measured(Phase::RecoverReservedOperations, ms, summary.recovered_reserved_operations);
     }
 
+    // Match, fail-closed check, absent candidates and capacity inspection:
+    // all reads, one statement, one snapshot. The application measures them
+    // as separate statements; their diagnostics keep its phases and row
+    // counts, and the statement's time goes to the first one reported.
+    hash_joins(client);
+    let plan = execute(
+        client,
+        &ledger.sql(PLAN),
+        &[
+            sandbox_ids.clone().into(),
+            routing_domains.clone().into(),
+            owned.into(),
+            request.captured_at.into(),
+            request.minimum_age.into(),
+            (request.batch_size as i64 + 1).into(),
+        ],
+    );
+    any_joins(client);
+    let (table, mut plan_ms) = plan;
+    let table = table.first();
+    let mut take_ms = || std::mem::replace(&mut plan_ms, 0.0);
     if !items.is_empty() {
-        let (table, ms) = execute(
-            client,
-            &ledger.sql(MATCH_INVENTORY),
-            &[sandbox_ids.clone().into(), routing_domains.clone().into(), owned.into()],
-        );
-        let table = table.first();
         summary.matched_live_sandboxes = count(&table, 1);
-        summary.unmatched_provider_sandbox_ids =
-            table.get::<Vec<String>>(2).ok().flatten().unwrap_or_default();
-        summary.measured(Phase::MatchProviderInventory, ms, summary.matched_live_sandboxes);
+        summary.unmatched_provider_sandbox_ids = table.get::<Vec<String>>(2).ok().flatten().unwrap_or_default();
+        summary.measured(Phase::MatchProviderInventory, take_ms(), summary.matched_live_sandboxes);
     }
 
     // Fail closed: a listed sandbox nobody owns cannot be assigned to an
@@ -184,35 +215,16 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         return summary;
     }
 
-    let absent = {
-        let (table, ms) = execute(
-            client,
-            &ledger.sql(FIND_ABSENT),
-            &[
-                sandbox_ids.clone().into(),
-                routing_domains.clone().into(),
-                request.captured_at.into(),
-                request.minimum_age.into(),
-                (request.batch_size as i64 + 1).into(),
-            ],
-        );
-        let rows: Vec<AbsentRow> = table.map(|row| AbsentRow::from_row(&row)).collect();
-        summary.measured(Phase::FindAbsentOperations, ms, rows.len() as i64);
-        rows
-    };
-    summary.has_more_absent_ledger_rows = absent.len() > request.batch_size as usize;
-    let absent = &absent[..absent.len().min(request.batch_size as usize)];
-    summary.absent_ledger_rows = absent.len() as i64;
+    let found = count(&table, 3);
+    summary.measured(Phase::FindAbsentOperations, take_ms(), found);
+    let absent = AbsentRows::from_plan(&table, request.batch_size as usize);
+    summary.has_more_absent_ledger_rows = found > request.batch_size as i64;
+    summary.absent_ledger_rows = absent.sandbox_ids.len() as i64;
 
     if summary.matched_live_sandboxes > 0 {
-        let (table, ms) =
-            execute(client, &ledger.sql(INSPECT_CAPACITY), &[sandbox_ids.clone().into(), routing_domains.clone().into()]);
-        let table = table.first();
-        // The application measures two statements here; one statement
-        // answers both, so its time is reported on the first.
-        summary.measured(Phase::InspectCapacityBindings, ms, count(&table, 1));
-        summary.measured(Phase::InspectCapacityBindings, 0.0, count(&table, 2));
-        summary.live_leases_to_seed = count(&table, 3);
+        summary.measured(Phase::InspectCapacityBindings, take_ms(), count(&table, 9));
+        summary.measured(Phase::InspectCapacityBindings, take_ms(), count(&table, 10));
+        summary.live_leases_to_seed = count(&table, 11);
     }
 
     if request.dry_run {
@@ -220,23 +232,24 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     }
 
     if summary.live_leases_to_seed > 0 {
+        hash_joins(client);
         let (table, ms) =
             execute(client, &ledger.sql(SEED_CAPACITY), &[sandbox_ids.clone().into(), routing_domains.clone().into()]);
+        any_joins(client);
         summary.seeded_leases = count(&table.first(), 1);
         summary.measured(Phase::SeedCapacityBindings, ms, summary.seeded_leases);
     }
 
-    if !absent.is_empty() {
-        let column = |f: fn(&AbsentRow) -> Option<&str>| absent.iter().map(f).collect::<Vec<Option<&str>>>();
+    if !absent.sandbox_ids.is_empty() {
         let (table, ms) = execute(
             client,
             &ledger.sql(MARK_ABSENT),
             &[
-                column(|r| r.sandbox_id.as_deref()).into(),
-                column(|r| r.run_id.as_deref()).into(),
-                absent.iter().map(|r| r.attempt).collect::<Vec<Option<i32>>>().into(),
-                column(|r| r.environment.as_deref()).into(),
-                column(|r| r.routing_domain.as_deref()).into(),
+                absent.sandbox_ids.into(),
+                absent.run_ids.into(),
+                absent.attempts.into(),
+                absent.environments.into(),
+                absent.routing_domains.into(),
             ],
         );
         summary.marked_deleted = count(&table.first(), 1);
@@ -253,24 +266,25 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     summary
 }
 
-/// One operation find_absent.sql returned.
-struct AbsentRow {
-    sandbox_id: Option<String>,
-    run_id: Option<String>,
-    attempt: Option<i32>,
-    environment: Option<String>,
-    routing_domain: Option<String>,
+/// The absent operations plan.sql returned, oldest first, cut to the batch.
+struct AbsentRows {
+    sandbox_ids: Vec<Option<String>>,
+    run_ids: Vec<Option<String>>,
+    attempts: Vec<Option<i32>>,
+    environments: Vec<Option<String>>,
+    routing_domains: Vec<Option<String>>,
 }
 
-impl AbsentRow {
-    fn from_row(row: &pgrx::spi::SpiHeapTupleData) -> Self {
-        Self {
-            sandbox_id: row.get::<String>(1).ok().flatten(),
-            run_id: row.get::<String>(2).ok().flatten(),
-            attempt: row.get::<i32>(3).ok().flatten(),
-            environment: row.get::<String>(4).ok().flatten(),
-            routing_domain: row.get::<String>(5).ok().flatten(),
-        }
+impl AbsentRows {
+    fn from_plan(table: &SpiTupleTable, batch_size: usize) -> Self {
+        let text = |c: usize| {
+            let mut values = table.get::<Vec<Option<String>>>(c).ok().flatten().unwrap_or_default();
+            values.truncate(batch_size);
+            values
+        };
+        let mut attempts = table.get::<Vec<Option<i32>>>(6).ok().flatten().unwrap_or_default();
+        attempts.truncate(batch_size);
+        Self { sandbox_ids: text(4), run_ids: text(5), attempts, environments: text(7), routing_domains: text(8) }
     }
 }
 

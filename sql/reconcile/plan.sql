@@ -1,0 +1,101 @@
+-- Everything the application reads between recovery and its first write, in
+-- one statement over one snapshot: match, fail-closed check, absent
+-- candidates and capacity inspection. Run with nested loops and merge joins
+-- off (see hash_joins.sql): the planner cannot estimate joins against the
+-- unnested inventory and would otherwise pick nested loops that are
+-- quadratic in it.
+--   $1 sandbox ids, $2 routing domains (the normalized inventory)
+--   $3 owned: the item carries the unique label of a reserved create
+--   $4 inventory_captured_at, $5 minimum_age, $6 batch_size + 1
+WITH item AS MATERIALIZED (
+    SELECT *
+    FROM unnest($1::text[], $2::text[], $3::boolean[])
+             WITH ORDINALITY AS item(sandbox_id, routing_domain, owned, ordinality)
+), owner AS MATERIALIZED (
+    -- The identity key is unique per provider: each item meets at most one
+    -- live or deleting operation (an operation may meet several items, one
+    -- row each, as the application counts them). Item routing domains are
+    -- never '' (blank became NULL), so the key plus NULL-ness is exactly
+    -- IS NOT DISTINCT FROM, in hashable form.
+    SELECT item.ordinality, item.owned, item.sandbox_id AS item_sandbox_id,
+           operation.operation_key, operation.sandbox_id, operation.routing_domain
+    FROM item
+    LEFT JOIN @ledger@.runtime_sandbox_operations AS operation
+      ON operation.sandbox_id = item.sandbox_id
+     AND operation.routing_domain_key = coalesce(item.routing_domain, '')
+     AND (operation.routing_domain IS NULL) = (item.routing_domain IS NULL)
+     AND operation.provider = 'daytona'
+     AND operation.environment = 'production'
+     AND operation.state IN ('live', 'deleting')
+), live AS MATERIALIZED (
+    SELECT sandbox_id, routing_domain FROM owner WHERE operation_key IS NOT NULL
+), absent AS MATERIALIZED (
+    -- Live production operations the inventory does not list, without a
+    -- deleted cleanup row, recorded at or before the capture and older than
+    -- the minimum age (a point-in-time observation never classifies a newer
+    -- resource as absent). Oldest first.
+    SELECT operation.sandbox_id, operation.run_id, operation.attempt,
+           operation.environment, operation.routing_domain,
+           operation.provider_created_at, operation.operation_key
+    FROM @ledger@.runtime_sandbox_operations AS operation
+    WHERE operation.provider = 'daytona'
+      AND operation.environment = 'production'
+      AND operation.state = 'live'
+      AND NOT EXISTS (
+          SELECT 1 FROM item
+          WHERE item.sandbox_id = operation.sandbox_id
+            AND item.routing_domain IS NOT DISTINCT FROM operation.routing_domain)
+      AND NOT EXISTS (
+          SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
+          WHERE existing.provider = 'daytona'
+            AND existing.sandbox_id = operation.sandbox_id
+            AND existing.routing_domain IS NOT DISTINCT FROM operation.routing_domain
+            AND existing.status = 'deleted')
+      AND operation.provider_created_at <= $4
+      AND operation.provider_created_at <= clock_timestamp() - $5
+    ORDER BY operation.provider_created_at, operation.operation_key
+    LIMIT $6
+), lease_identities AS (
+    -- The application's inspection selects by sandbox id alone.
+    SELECT DISTINCT lease.sandbox_id, lease.routing_domain
+    FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+    WHERE lease.provider = 'daytona'
+      AND lease.sandbox_id IN (SELECT live.sandbox_id FROM live)
+), terminal_identities AS (
+    SELECT DISTINCT cleanup.sandbox_id, cleanup.routing_domain
+    FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
+    WHERE cleanup.provider = 'daytona'
+      AND cleanup.status = 'deleted'
+      AND cleanup.deleted_at IS NOT NULL
+      AND cleanup.sandbox_id IN (SELECT live.sandbox_id FROM live)
+)
+SELECT
+    (SELECT count(*) FROM live) AS matched,
+    (SELECT coalesce(array_agg(item_sandbox_id ORDER BY ordinality)
+                         FILTER (WHERE operation_key IS NULL AND NOT owned), '{}')
+     FROM owner) AS unmatched,
+    (SELECT count(*) FROM absent) AS absent,
+    (SELECT array_agg(sandbox_id ORDER BY provider_created_at, operation_key) FROM absent) AS absent_sandbox_ids,
+    (SELECT array_agg(run_id ORDER BY provider_created_at, operation_key) FROM absent) AS absent_run_ids,
+    (SELECT array_agg(attempt ORDER BY provider_created_at, operation_key) FROM absent) AS absent_attempts,
+    (SELECT array_agg(environment ORDER BY provider_created_at, operation_key) FROM absent) AS absent_environments,
+    (SELECT array_agg(routing_domain ORDER BY provider_created_at, operation_key) FROM absent) AS absent_routing_domains,
+    (SELECT count(*) FROM lease_identities) AS lease_identities,
+    (SELECT count(*) FROM terminal_identities) AS terminal_identities,
+    -- Matched rows whose identity has neither a lease nor a terminal cleanup
+    -- (NULL and '' routing domains compare equal here, as in the application).
+    (SELECT count(*)
+     FROM live
+     WHERE NOT EXISTS (
+               SELECT 1 FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+               WHERE lease.provider = 'daytona'
+                 AND lease.sandbox_id = live.sandbox_id
+                 AND coalesce(lease.routing_domain, '') = coalesce(live.routing_domain, ''))
+       AND NOT EXISTS (
+               SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
+               WHERE cleanup.provider = 'daytona'
+                 AND cleanup.status = 'deleted'
+                 AND cleanup.deleted_at IS NOT NULL
+                 AND cleanup.sandbox_id = live.sandbox_id
+                 AND coalesce(cleanup.routing_domain, '') = coalesce(live.routing_domain, ''))
+    ) AS to_seed
