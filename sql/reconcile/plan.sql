@@ -1,79 +1,80 @@
 -- Everything the application reads between recovery and its first write, in
 -- one statement over one snapshot: match, fail-closed check, absent
 -- candidates and capacity inspection. Run with nested loops and merge joins
--- off (see hash_joins.sql): the planner cannot estimate joins against the
+-- off (see settings.sql): the planner cannot estimate joins against the
 -- unnested inventory and would otherwise pick nested loops that are
 -- quadratic in it.
 --   $1 sandbox ids, $2 routing domains (the normalized inventory)
 --   $3 owned: the item carries the unique label of a reserved create
 --   $4 inventory_captured_at, $5 minimum_age, $6 batch_size + 1
-WITH item AS MATERIALIZED (
-    SELECT *
+WITH pairing AS MATERIALIZED (
+    -- Inventory items and live or deleting production operations, paired by
+    -- identity in one hash full join: a pair is a match, a lone item may be
+    -- unowned, a lone live operation may be absent. The identity key is
+    -- unique per provider, so each item meets at most one operation (an
+    -- operation may meet several items, one row each, as the application
+    -- counts them). Item routing domains are never '' (blank became NULL), so
+    -- the key plus NULL-ness is exactly IS NOT DISTINCT FROM, in hashable form.
+    SELECT item.ordinality, item.owned, item.sandbox_id AS item_sandbox_id,
+           operation.operation_key, operation.sandbox_id, operation.routing_domain, operation.state,
+           operation.provider_created_at, operation.run_id, operation.attempt, operation.environment
     FROM unnest($1::text[], $2::text[], $3::boolean[])
              WITH ORDINALITY AS item(sandbox_id, routing_domain, owned, ordinality)
-), owner AS MATERIALIZED (
-    -- The identity key is unique per provider: each item meets at most one
-    -- live or deleting operation (an operation may meet several items, one
-    -- row each, as the application counts them). Item routing domains are
-    -- never '' (blank became NULL), so the key plus NULL-ness is exactly
-    -- IS NOT DISTINCT FROM, in hashable form.
-    SELECT item.ordinality, item.owned, item.sandbox_id AS item_sandbox_id,
-           operation.operation_key, operation.sandbox_id, operation.routing_domain
-    FROM item
-    LEFT JOIN @ledger@.runtime_sandbox_operations AS operation
+    FULL JOIN (
+        SELECT *
+        FROM @ledger@.runtime_sandbox_operations
+        WHERE provider = 'daytona'
+          AND environment = 'production'
+          AND state IN ('live', 'deleting')
+    ) AS operation
       ON operation.sandbox_id = item.sandbox_id
      AND operation.routing_domain_key = coalesce(item.routing_domain, '')
      AND (operation.routing_domain IS NULL) = (item.routing_domain IS NULL)
-     AND operation.provider = 'daytona'
-     AND operation.environment = 'production'
-     AND operation.state IN ('live', 'deleting')
-), live AS MATERIALIZED (
-    SELECT sandbox_id, routing_domain FROM owner WHERE operation_key IS NOT NULL
+), live AS (
+    SELECT sandbox_id, routing_domain
+    FROM pairing
+    WHERE ordinality IS NOT NULL AND operation_key IS NOT NULL
 ), absent AS MATERIALIZED (
     -- Live production operations the inventory does not list, without a
     -- deleted cleanup row, recorded at or before the capture and older than
     -- the minimum age (a point-in-time observation never classifies a newer
     -- resource as absent). Oldest first.
-    SELECT operation.sandbox_id, operation.run_id, operation.attempt,
-           operation.environment, operation.routing_domain,
-           operation.provider_created_at, operation.operation_key
-    FROM @ledger@.runtime_sandbox_operations AS operation
-    WHERE operation.provider = 'daytona'
-      AND operation.environment = 'production'
-      AND operation.state = 'live'
-      AND NOT EXISTS (
-          SELECT 1 FROM item
-          WHERE item.sandbox_id = operation.sandbox_id
-            AND item.routing_domain IS NOT DISTINCT FROM operation.routing_domain)
+    SELECT lone.sandbox_id, lone.run_id, lone.attempt, lone.environment, lone.routing_domain,
+           lone.provider_created_at, lone.operation_key
+    FROM pairing AS lone
+    WHERE lone.ordinality IS NULL
+      AND lone.state = 'live'
       AND NOT EXISTS (
           SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
           WHERE existing.provider = 'daytona'
-            AND existing.sandbox_id = operation.sandbox_id
-            AND existing.routing_domain IS NOT DISTINCT FROM operation.routing_domain
+            AND existing.sandbox_id = lone.sandbox_id
+            AND existing.routing_domain IS NOT DISTINCT FROM lone.routing_domain
             AND existing.status = 'deleted')
-      AND operation.provider_created_at <= $4
-      AND operation.provider_created_at <= clock_timestamp() - $5
-    ORDER BY operation.provider_created_at, operation.operation_key
+      AND lone.provider_created_at <= $4
+      AND lone.provider_created_at <= clock_timestamp() - $5
+    ORDER BY lone.provider_created_at, lone.operation_key
     LIMIT $6
 ), lease_identities AS (
-    -- The application's inspection selects by sandbox id alone.
+    -- The application's inspection selects by sandbox id alone. A join
+    -- rather than IN: no separate de-duplication of the live sandbox ids.
     SELECT DISTINCT lease.sandbox_id, lease.routing_domain
-    FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+    FROM live
+    JOIN @ledger@.runtime_sandbox_capacity_leases AS lease ON lease.sandbox_id = live.sandbox_id
     WHERE lease.provider = 'daytona'
-      AND lease.sandbox_id IN (SELECT live.sandbox_id FROM live)
 ), terminal_identities AS (
+    -- A join rather than IN: the (few) terminal cleanups are the hashed side.
     SELECT DISTINCT cleanup.sandbox_id, cleanup.routing_domain
-    FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
+    FROM live
+    JOIN @ledger@.sandbox_cleanup_jobs_v2 AS cleanup ON cleanup.sandbox_id = live.sandbox_id
     WHERE cleanup.provider = 'daytona'
       AND cleanup.status = 'deleted'
       AND cleanup.deleted_at IS NOT NULL
-      AND cleanup.sandbox_id IN (SELECT live.sandbox_id FROM live)
 )
 SELECT
     (SELECT count(*) FROM live) AS matched,
-    (SELECT coalesce(array_agg(item_sandbox_id ORDER BY ordinality)
-                         FILTER (WHERE operation_key IS NULL AND NOT owned), '{}')
-     FROM owner) AS unmatched,
+    (SELECT coalesce(array_agg(item_sandbox_id ORDER BY ordinality), '{}')
+     FROM pairing
+     WHERE ordinality IS NOT NULL AND operation_key IS NULL AND NOT owned) AS unmatched,
     (SELECT count(*) FROM absent) AS absent,
     (SELECT array_agg(sandbox_id ORDER BY provider_created_at, operation_key) FROM absent) AS absent_sandbox_ids,
     (SELECT array_agg(run_id ORDER BY provider_created_at, operation_key) FROM absent) AS absent_run_ids,

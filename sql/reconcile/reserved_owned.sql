@@ -1,11 +1,10 @@
--- Inventory items ($1 sandbox ids, $2 routing domains, $3 operation labels,
--- normalized) that carry the label of a reserved production create holding an
--- open capacity lease. One row per (item, operation) pair, as the application
+-- Inventory items ($1: their operation labels, in normalized inventory order)
+-- that carry the label of a reserved production create holding an open
+-- capacity lease. One row per (item, operation) pair, as the application
 -- counts them; the ordinals say which items are owned this way.
 SELECT count(*),
        coalesce(array_agg(item.ordinality), '{}')
-FROM unnest($1::text[], $2::text[], $3::text[])
-         WITH ORDINALITY AS item(sandbox_id, routing_domain, operation_key, ordinality)
+FROM unnest($1::text[]) WITH ORDINALITY AS item(operation_key, ordinality)
 JOIN @ledger@.runtime_sandbox_operations AS operation
   ON operation.provider_operation_token = item.operation_key
 JOIN @ledger@.runtime_sandbox_capacity_leases AS lease

@@ -155,7 +155,7 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         let (table, ms) = execute(
             client,
             &ledger.sql(RESERVED_OWNED),
-            &[sandbox_ids.clone().into(), routing_domains.clone().into(), operation_keys.clone().into()],
+            &[operation_keys.into()],
         );
         let table = table.first();
         reserved_rows = count(&table, 1);
