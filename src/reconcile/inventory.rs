@@ -3,6 +3,7 @@
 //! become NULL, duplicates of one identity collapse in first-seen order).
 
 use crate::args::ArgError;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -68,8 +69,79 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
+/// One well-formed element, its strings borrowed from the JSON text. Only an
+/// object will do (serde's derived structs would also accept an array), and
+/// a string with escapes does not borrow: both fall back to the checked parse.
+struct WellFormed<'a> {
+    sandbox_id: &'a str,
+    routing_domain: Option<&'a str>,
+    operation_key: Option<&'a str>,
+}
+
+impl<'de> Deserialize<'de> for WellFormed<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(WellFormedVisitor)
+    }
+}
+
+struct WellFormedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for WellFormedVisitor {
+    type Value = WellFormed<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an inventory object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let (mut sandbox_id, mut routing_domain, mut operation_key) = (None, None, None);
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "sandboxId" => sandbox_id = Some(map.next_value::<&'de str>()?),
+                "routingDomain" => routing_domain = map.next_value::<Option<&'de str>>()?,
+                "operationKey" => operation_key = map.next_value::<Option<&'de str>>()?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        let sandbox_id = sandbox_id.ok_or_else(|| <M::Error as serde::de::Error>::missing_field("sandboxId"))?;
+        Ok(WellFormed { sandbox_id, routing_domain, operation_key })
+    }
+}
+
 /// Parse the `inventory` argument (jsonb text) and normalize it.
+///
+/// The common case (every element well formed) is one typed pass that
+/// borrows the strings; anything it rejects is parsed again, slowly, only to
+/// name the first bad element.
 pub fn parse_inventory(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
+    match serde_json::from_str::<Vec<WellFormed>>(json) {
+        Ok(elements) if elements.iter().all(|e| !js_trim(e.sandbox_id).is_empty()) => {
+            let mut seen = HashSet::with_capacity(elements.len());
+            let mut items = Vec::with_capacity(elements.len());
+            for e in &elements {
+                let key = (js_trim(e.sandbox_id), blank_is_null(e.routing_domain), blank_is_null(e.operation_key));
+                if seen.insert(key) {
+                    items.push(InventoryItem {
+                        sandbox_id: key.0.to_owned(),
+                        routing_domain: key.1.map(str::to_owned),
+                        operation_key: key.2.map(str::to_owned),
+                    });
+                }
+            }
+            Ok(items)
+        }
+        _ => parse_inventory_checked(json),
+    }
+}
+
+fn blank_is_null(value: Option<&str>) -> Option<&str> {
+    value.map(js_trim).filter(|t| !t.is_empty())
+}
+
+/// Element-by-element parse that names the first bad element.
+fn parse_inventory_checked(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
     let value: Value =
         serde_json::from_str(json).map_err(|e| ArgError::new("inventory", format!("is not valid JSON: {e}")))?;
     let Value::Array(elements) = value else {
@@ -217,7 +289,29 @@ mod tests {
         assert_eq!(columns.operation_keys, vec![Some("k1".to_string())]);
     }
 
+    #[test]
+    fn arrays_escapes_and_odd_shapes_take_the_checked_path() {
+        assert_eq!(parse_inventory(r#"[["sb", null, null]]"#).unwrap_err().reason, "element 0: must be an object, got an array");
+        assert_eq!(
+            parse_inventory(r#"[{"sandboxId":"s\u00e9 \n","extra":{"a":[1]},"operationKey":"k\"q"}]"#).unwrap(),
+            vec![item("s\u{e9}", None, Some("k\"q"))]
+        );
+        assert_eq!(parse_inventory("[]").unwrap(), vec![]);
+    }
+
     proptest! {
+        /// The fast path and the checked path agree on any well-formed inventory.
+        #[test]
+        fn fast_and_checked_parses_agree(
+            raw in proptest::collection::vec(("[ a-c\\t]{0,3}", proptest::option::of("[ a-b\"]{0,2}"), proptest::option::of("[ k]{0,2}")), 0..30)
+        ) {
+            let json = serde_json::to_string(&raw.iter().map(|(s, d, k)| serde_json::json!({
+                "sandboxId": s, "routingDomain": d, "operationKey": k, "other": [s],
+            })).collect::<Vec<_>>()).unwrap();
+            prop_assert_eq!(parse_inventory(&json), parse_inventory_checked(&json));
+        }
+
+
         #[test]
         fn normalization_is_idempotent_and_keeps_every_identity(
             raw in proptest::collection::vec((0u8..4, proptest::option::of(0u8..2), proptest::option::of(0u8..3)), 0..40)

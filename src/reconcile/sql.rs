@@ -189,8 +189,8 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         client,
         &ledger.sql(PLAN),
         &[
-            sandbox_ids.clone().into(),
-            routing_domains.clone().into(),
+            sandbox_ids.as_slice().into(),
+            routing_domains.as_slice().into(),
             owned.into(),
             request.captured_at.into(),
             request.minimum_age.into(),
@@ -234,7 +234,7 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     if summary.live_leases_to_seed > 0 {
         hash_joins(client);
         let (table, ms) =
-            execute(client, &ledger.sql(SEED_CAPACITY), &[sandbox_ids.clone().into(), routing_domains.clone().into()]);
+            execute(client, &ledger.sql(SEED_CAPACITY), &[sandbox_ids.as_slice().into(), routing_domains.as_slice().into()]);
         any_joins(client);
         summary.seeded_leases = count(&table.first(), 1);
         summary.measured(Phase::SeedCapacityBindings, ms, summary.seeded_leases);

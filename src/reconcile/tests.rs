@@ -585,6 +585,13 @@ fn reconcile_returns_named_columns() {
         .as_deref(),
         Some("planned:0:1")
     );
+    // The per-call planner settings are put back.
+    run("SET LOCAL enable_nestloop = off; SET LOCAL jit = on");
+    text("SELECT status FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"x\"}]', now(), false, ledger_schema => 'rc_columns')");
+    assert_eq!(
+        text("SELECT current_setting('enable_nestloop') || current_setting('enable_mergejoin') || current_setting('jit')").as_deref(),
+        Some("offonon")
+    );
     assert_eq!(
         text("SELECT (diagnostics[1]).phase FROM runtime_sandbox.reconcile_daytona('[]', now(), true, ledger_schema => 'rc_columns')")
             .as_deref(),
