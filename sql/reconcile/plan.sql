@@ -1,6 +1,6 @@
 -- Everything the application reads between recovery and its first write, in
 -- one statement over one snapshot: match, fail-closed check, absent
--- candidates and capacity inspection. Run with nested loops and merge joins
+-- candidates, capacity inspection and the rows to seed. Run with nested loops and merge joins
 -- off (see settings.sql): the planner cannot estimate joins against the
 -- unnested inventory and would otherwise pick nested loops that are
 -- quadratic in it.
@@ -17,7 +17,8 @@ WITH pairing AS MATERIALIZED (
     -- the key plus NULL-ness is exactly IS NOT DISTINCT FROM, in hashable form.
     SELECT item.ordinality, item.owned, item.sandbox_id AS item_sandbox_id,
            operation.operation_key, operation.sandbox_id, operation.routing_domain, operation.state,
-           operation.provider_created_at, operation.run_id, operation.attempt, operation.environment
+           operation.provider_created_at, operation.run_id, operation.attempt, operation.environment,
+           operation.org_id
     FROM unnest($1::text[], $2::text[], $3::boolean[])
              WITH ORDINALITY AS item(sandbox_id, routing_domain, owned, ordinality)
     FULL JOIN (
@@ -31,7 +32,7 @@ WITH pairing AS MATERIALIZED (
      AND operation.routing_domain_key = coalesce(item.routing_domain, '')
      AND (operation.routing_domain IS NULL) = (item.routing_domain IS NULL)
 ), live AS (
-    SELECT sandbox_id, routing_domain
+    SELECT operation_key, org_id, run_id, sandbox_id, routing_domain
     FROM pairing
     WHERE ordinality IS NOT NULL AND operation_key IS NOT NULL
 ), absent AS MATERIALIZED (
@@ -69,6 +70,29 @@ WITH pairing AS MATERIALIZED (
     WHERE cleanup.provider = 'daytona'
       AND cleanup.status = 'deleted'
       AND cleanup.deleted_at IS NOT NULL
+), to_seed AS MATERIALIZED (
+    -- Matched rows whose identity has neither a lease nor a terminal cleanup
+    -- (NULL and '' routing domains compare equal here, as in the application).
+    -- Their values are what seed_capacity.sql inserts, as the application
+    -- inserts the rows it read here.
+    SELECT live.*
+    FROM live
+    WHERE NOT EXISTS (
+              SELECT 1 FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+              WHERE lease.provider = 'daytona'
+                AND lease.sandbox_id = live.sandbox_id
+                AND coalesce(lease.routing_domain, '') = coalesce(live.routing_domain, ''))
+      AND NOT EXISTS (
+              SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
+              WHERE cleanup.provider = 'daytona'
+                AND cleanup.status = 'deleted'
+                AND cleanup.deleted_at IS NOT NULL
+                AND cleanup.sandbox_id = live.sandbox_id
+                AND coalesce(cleanup.routing_domain, '') = coalesce(live.routing_domain, ''))
+), seed_rows AS (
+    -- One row per lease: an identity listed under two labels is two matched
+    -- rows but one lease (see seed_capacity.sql).
+    SELECT DISTINCT ON (operation_key) * FROM to_seed ORDER BY operation_key
 )
 SELECT
     (SELECT count(*) FROM live) AS matched,
@@ -83,20 +107,9 @@ SELECT
     (SELECT array_agg(routing_domain ORDER BY provider_created_at, operation_key) FROM absent) AS absent_routing_domains,
     (SELECT count(*) FROM lease_identities) AS lease_identities,
     (SELECT count(*) FROM terminal_identities) AS terminal_identities,
-    -- Matched rows whose identity has neither a lease nor a terminal cleanup
-    -- (NULL and '' routing domains compare equal here, as in the application).
-    (SELECT count(*)
-     FROM live
-     WHERE NOT EXISTS (
-               SELECT 1 FROM @ledger@.runtime_sandbox_capacity_leases AS lease
-               WHERE lease.provider = 'daytona'
-                 AND lease.sandbox_id = live.sandbox_id
-                 AND coalesce(lease.routing_domain, '') = coalesce(live.routing_domain, ''))
-       AND NOT EXISTS (
-               SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
-               WHERE cleanup.provider = 'daytona'
-                 AND cleanup.status = 'deleted'
-                 AND cleanup.deleted_at IS NOT NULL
-                 AND cleanup.sandbox_id = live.sandbox_id
-                 AND coalesce(cleanup.routing_domain, '') = coalesce(live.routing_domain, ''))
-    ) AS to_seed
+    (SELECT count(*) FROM to_seed) AS to_seed,
+    (SELECT array_agg(operation_key ORDER BY operation_key) FROM seed_rows) AS seed_operation_keys,
+    (SELECT array_agg(org_id ORDER BY operation_key) FROM seed_rows) AS seed_org_ids,
+    (SELECT array_agg(run_id ORDER BY operation_key) FROM seed_rows) AS seed_run_ids,
+    (SELECT array_agg(sandbox_id ORDER BY operation_key) FROM seed_rows) AS seed_sandbox_ids,
+    (SELECT array_agg(routing_domain ORDER BY operation_key) FROM seed_rows) AS seed_routing_domains
