@@ -13,3 +13,32 @@ fn install_ledger(ledger_schema: default!(Name, "'runtime_scheduler'")) {
     Spi::run(&super::install_script(&schema.quoted))
         .unwrap_or_else(|e| error!("runtime_sandbox: install_ledger({}) failed: {e}", schema.name));
 }
+
+/// What the ledger schema lacks (no rows means ready). Read-only.
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn check_ledger(
+    ledger_schema: default!(Name, "'runtime_scheduler'"),
+) -> TableIterator<'static, (name!(object, String), name!(problem, String))> {
+    let schema = check(schema_name("ledger_schema", ledger_schema.as_str()));
+    let (kinds, objects, details) = super::requirements::as_columns();
+    let rows: Vec<(String, String)> = Spi::connect(|client| {
+        client
+            .select(
+                include_str!("../../sql/ledger/check.sql"),
+                None,
+                &[schema.name.as_str().into(), kinds.into(), objects.into(), details.into()],
+            )
+            .unwrap_or_else(|e| error!("runtime_sandbox: check_ledger({}) failed: {e}", schema.name))
+            .map(|row| {
+                (
+                    row.get::<String>(1).ok().flatten().unwrap_or_default(),
+                    row.get::<String>(2).ok().flatten().unwrap_or_default(),
+                )
+            })
+            .collect()
+    });
+    TableIterator::new(rows)
+}
+
+extension_sql_file!("../../sql/ledger/check_api.sql", name = "ledger_check_api", requires = [check_ledger]);

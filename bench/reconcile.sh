@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# reconcile_daytona at n = 1k, 10k, 100k synthetic sandboxes: dry-run and
+# apply times against a bare hash join of the same inventory with the
+# operations table, measured in the same run (best of 3 each).
+# Usage: bench/reconcile.sh "<psql command>" [n ...]
+# MIX=steady (default): a recurring run on a settled ledger (1% lost creates,
+# 2% unleased, 2% absent, 2% terminal, 10% deleting). MIX=migration: the first
+# run after rollout (5%, 10%, 10%, 5%, 10%): far more rows to write.
+set -euo pipefail
+PSQL=${1:?usage: bench/reconcile.sh "<psql command>" [n ...]}
+shift
+SIZES=("$@")
+[ ${#SIZES[@]} -gt 0 ] || SIZES=(1000 10000 100000)
+DIR=$(cd "$(dirname "$0")" && pwd)/reconcile
+DB=runtime_sandbox_bench_reconcile
+case ${MIX:-steady} in
+  steady)    MIXVARS=(-v reserved=1 -v unleased=2 -v absent=2 -v terminal=2 -v deleting=10) ;;
+  migration) MIXVARS=(-v reserved=5 -v unleased=10 -v absent=10 -v terminal=5 -v deleting=10) ;;
+  *) echo "MIX must be steady or migration" >&2; exit 2 ;;
+esac
+
+PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
+$PSQL -q -v ON_ERROR_STOP=1 $DB -c "CREATE EXTENSION runtime_sandbox" >/dev/null
+
+echo "reconcile_daytona, ${MIX:-steady} mix: best of 3, milliseconds (targets: apply <= 10x join, dry <= 3x join, t(100k)/t(10k) <= 12)"
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
+for n in "${SIZES[@]}"; do
+    $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" "${MIXVARS[@]}" $DB -f "$DIR/ledger.sql" >/dev/null
+    $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql" | tee -a "$RESULTS" \
+        | awk '{printf "n=%-7s join %9s  dry %9s (%5sx)  apply %9s (%5sx)\n", $1, $2, $3, $5, $4, $6}'
+done
+# Growth from 10k to 100k (apply and dry run), when both sizes ran.
+awk '$1 == 10000 {d10 = $3; a10 = $4} $1 == 100000 {d100 = $3; a100 = $4}
+     END {if (a10 && a100) printf "t(100k)/t(10k): dry %.2f, apply %.2f\n", d100 / d10, a100 / a10}' "$RESULTS"
+
+# What one apply did at the largest size (the figures above were rolled back).
+$PSQL -q -v ON_ERROR_STOP=1 -x $DB -c "SELECT provider_sandbox_count, matched_live_sandboxes, live_leases_to_seed,
+    absent_ledger_rows, seeded_leases, released_terminal_leases, marked_deleted, recovered_reserved_operations,
+    has_more_absent_ledger_rows, status FROM bench_inventory,
+    runtime_sandbox.reconcile_daytona(inventory, now(), false, ledger_schema => 'bench')"

@@ -1,0 +1,60 @@
+-- Complete the absent operations found by find_absent.sql ($1 sandbox ids,
+-- $2 run ids, $3 attempts, $4 environments, $5 routing domains) as
+-- provider-confirmed-absent. A cleanup row is inserted as deleted, or an
+-- existing one moved to deleted only while pending and unowned: a cleanup
+-- worker's lease and fencing state is never erased. Each changed row gets one
+-- audit event, its live operation becomes deleted and its open leases (same
+-- run) are released. History is never deleted.
+WITH candidates AS (
+    SELECT *
+    FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[])
+             AS item(sandbox_id, run_id, attempt, environment, routing_domain)
+), changed AS (
+    INSERT INTO @ledger@.sandbox_cleanup_jobs_v2 AS cleanup (
+        provider, sandbox_id, run_id, attempt, environment, routing_domain,
+        status, deleted_at, available_at, updated_at, last_error
+    )
+    SELECT 'daytona', sandbox_id, run_id, attempt, environment, routing_domain,
+           'deleted', clock_timestamp(), clock_timestamp(), clock_timestamp(),
+           'reconciled_provider_confirmed_absent'
+    FROM candidates
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO UPDATE
+    SET status = 'deleted',
+        deleted_at = clock_timestamp(),
+        lease_owner = NULL,
+        lease_expires_at = NULL,
+        updated_at = clock_timestamp(),
+        last_error = 'reconciled_provider_confirmed_absent'
+    WHERE cleanup.status = 'pending'
+      AND cleanup.lease_owner IS NULL
+    RETURNING cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id, cleanup.attempt
+), events AS (
+    INSERT INTO @ledger@.sandbox_cleanup_events_v2 (
+        provider, sandbox_id, routing_domain, run_id, attempt,
+        cleanup_attempt, lease_owner, event_type, details_json
+    )
+    SELECT 'daytona', sandbox_id, routing_domain, run_id, attempt,
+           0, NULL, 'reconciled_provider_confirmed_absent',
+           jsonb_build_object('source', 'runtime-sandbox-ledger-reconciliation')
+    FROM changed
+), operation_deleted AS (
+    UPDATE @ledger@.runtime_sandbox_operations AS operation
+    SET state = 'deleted',
+        delete_confirmed_at = coalesce(operation.delete_confirmed_at, clock_timestamp()),
+        updated_at = clock_timestamp()
+    FROM changed
+    WHERE operation.provider = 'daytona'
+      AND operation.sandbox_id = changed.sandbox_id
+      AND operation.routing_domain IS NOT DISTINCT FROM changed.routing_domain
+      AND operation.state = 'live'
+), released_leases AS (
+    UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
+    SET released_at = clock_timestamp()
+    FROM changed
+    WHERE lease.provider = 'daytona'
+      AND lease.run_id = changed.run_id
+      AND lease.sandbox_id = changed.sandbox_id
+      AND lease.routing_domain IS NOT DISTINCT FROM changed.routing_domain
+      AND lease.released_at IS NULL
+)
+SELECT count(*) FROM changed

@@ -1,0 +1,30 @@
+-- What reconcile_daytona reports. One entry per statement the application
+-- would have measured, under the application's phase names.
+CREATE TYPE @extschema@.reconciliation_diagnostic AS (
+    phase       text,
+    duration_ms double precision,
+    row_count   bigint
+);
+COMMENT ON TYPE @extschema@.reconciliation_diagnostic IS
+'One measured statement of a reconciliation: the application''s phase name (release_terminal_capacity, recover_reserved_operations, match_provider_inventory, find_absent_operations, inspect_capacity_bindings, seed_capacity_bindings, mark_provider_confirmed_absent), its duration in milliseconds and the rows it returned.';
+
+-- The application's RuntimeSandboxLedgerReconciliationSummary in snake_case,
+-- plus a one-word status.
+CREATE TYPE @extschema@.reconciliation_summary AS (
+    provider                       text,
+    provider_sandbox_count         bigint,
+    matched_live_sandboxes         bigint,
+    unmatched_provider_sandbox_ids text[],
+    live_leases_to_seed            bigint,
+    absent_ledger_rows             bigint,
+    seeded_leases                  bigint,
+    released_terminal_leases       bigint,
+    marked_deleted                 bigint,
+    recovered_reserved_operations  bigint,
+    has_more_absent_ledger_rows    boolean,
+    dry_run                        boolean,
+    status                         text,
+    diagnostics                    @extschema@.reconciliation_diagnostic[]
+);
+COMMENT ON TYPE @extschema@.reconciliation_summary IS
+'The result of reconcile_daytona: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, skipped_concurrent) and the per-statement diagnostics.';

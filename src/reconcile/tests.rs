@@ -1,0 +1,649 @@
+// SQL-level tests of reconcile_daytona (run by `cargo pgrx test`), each on a
+// small hand-built ledger in its own schema where every expected row is named.
+
+use pgrx::prelude::*;
+use serde_json::{json, Value};
+
+fn run(sql: &str) {
+    Spi::run(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+fn text(sql: &str) -> Option<String> {
+    Spi::get_one::<String>(sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn int(sql: &str) -> i64 {
+    Spi::get_one::<i64>(sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or(0)
+}
+
+fn rows(sql: &str) -> Value {
+    serde_json::from_str(&text(&format!("SELECT coalesce(jsonb_agg(to_jsonb(q)), '[]')::text FROM ({sql}) q")).unwrap())
+        .unwrap()
+}
+
+/// A fresh ledger schema with a few builders for its rows. Times are relative
+/// to now() (the inventory is captured at now()).
+struct Ledger {
+    s: &'static str,
+}
+
+impl Ledger {
+    fn new(s: &'static str) -> Self {
+        run(&format!("SELECT runtime_sandbox.install_ledger('{s}')"));
+        // Every table's rows, hashed: "byte-identical" checks compare these.
+        run(&format!(
+            r#"CREATE OR REPLACE FUNCTION pg_temp.checksum_{s}() RETURNS text LANGUAGE plpgsql AS $f$
+            DECLARE t text; sum text; result text := '';
+            BEGIN
+              FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = '{s}' ORDER BY tablename LOOP
+                EXECUTE format('SELECT md5(coalesce(string_agg(x::text, chr(10) ORDER BY x::text), %L)) FROM {s}.%I x', '', t) INTO sum;
+                result := result || t || '=' || sum || ' ';
+              END LOOP;
+              RETURN result;
+            END $f$"#
+        ));
+        Ledger { s }
+    }
+
+    fn checksum(&self) -> String {
+        text(&format!("SELECT pg_temp.checksum_{}()", self.s)).unwrap()
+    }
+
+    /// An operation; `age` is how long before now() the provider created it.
+    fn op(&self, key: &str, state: &str, sandbox: Option<&str>, domain: Option<&str>, token: Option<&str>, age: &str) {
+        let q = |v: Option<&str>| v.map_or("NULL".to_string(), |v| format!("'{v}'"));
+        run(&format!(
+            "INSERT INTO {s}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, \
+             routing_domain, state, provider_operation_token, provider_created_at) \
+             VALUES ('{key}', 'daytona', 'run-{key}', 1, 'org-1', {sb}, {rd}, '{state}', {tok}, now() - interval '{age}')",
+            s = self.s,
+            sb = q(sandbox),
+            rd = q(domain),
+            tok = q(token),
+        ));
+    }
+
+    fn lease(&self, id: &str, run_id: &str, sandbox: Option<&str>, released: bool) {
+        let sb = sandbox.map_or("NULL".to_string(), |v| format!("'{v}'"));
+        let provider = if sandbox.is_some() { "'daytona'" } else { "NULL" };
+        let released = if released { "now() - interval '1 day'" } else { "NULL" };
+        run(&format!(
+            "INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, released_at) \
+             VALUES ('{id}', 'org-1', '{run_id}', {provider}, {sb}, {released})",
+            s = self.s
+        ));
+    }
+
+    fn cleanup(&self, sandbox: &str, run_id: &str, status: &str, owner: Option<&str>) {
+        let owner = owner.map_or("NULL".to_string(), |v| format!("'{v}'"));
+        let deleted_at = if status == "deleted" { "now() - interval '1 hour'" } else { "NULL" };
+        run(&format!(
+            "INSERT INTO {s}.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, status, lease_owner, deleted_at) \
+             VALUES ('daytona', '{sandbox}', '{run_id}', 1, '{status}', {owner}, {deleted_at})",
+            s = self.s
+        ));
+    }
+
+    fn attempt(&self, run_id: &str, resource_json: &str) {
+        run(&format!(
+            "INSERT INTO {s}.runs (run_id, org_id) VALUES ('{run_id}', 'org-1') ON CONFLICT DO NOTHING; \
+             INSERT INTO {s}.attempts (run_id, attempt, resource_json) VALUES ('{run_id}', 1, {resource_json})",
+            s = self.s
+        ));
+    }
+
+    /// reconcile_daytona on this ledger, as JSON.
+    fn reconcile(&self, inventory: &Value, dry_run: bool, extra: &str) -> Value {
+        let sql = format!(
+            "SELECT to_jsonb(r)::text FROM runtime_sandbox.reconcile_daytona('{inventory}'::jsonb, now(), {dry_run}, \
+             ledger_schema => '{s}'{extra}) r",
+            s = self.s
+        );
+        serde_json::from_str(&text(&sql).unwrap()).unwrap()
+    }
+
+    fn state(&self, key: &str) -> String {
+        text(&format!("SELECT state::text FROM {}.runtime_sandbox_operations WHERE operation_key = '{key}'", self.s))
+            .unwrap()
+    }
+}
+
+fn counts(summary: &Value) -> Value {
+    let mut c = summary.clone();
+    let o = c.as_object_mut().unwrap();
+    o.remove("diagnostics");
+    c
+}
+
+fn phases(summary: &Value) -> Vec<(String, i64)> {
+    summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["phase"].as_str().unwrap().to_string(), d["row_count"].as_i64().unwrap()))
+        .collect()
+}
+
+fn p(name: &str, n: i64) -> (String, i64) {
+    (name.to_string(), n)
+}
+
+#[pg_test]
+fn reconcile_recovers_reserved_creates_by_unique_label() {
+    let l = Ledger::new("rc_recover");
+    // Three reserved creates with open leases, their attempts' resource_json
+    // NULL, an array and an object.
+    for (key, resource) in [("k1", "NULL"), ("k2", r#"'[{"kind":"modal_sandbox"}]'"#), ("k3", r#"'{"kind":"old"}'"#)] {
+        l.op(key, "reserved", None, None, Some(&format!("tok-{key}")), "1 hour");
+        l.lease(key, &format!("run-{key}"), None, false);
+        l.attempt(&format!("run-{key}"), resource);
+    }
+    let inventory = json!([
+        {"sandboxId": "sb1", "operationKey": "tok-k1"},
+        {"sandboxId": "sb2", "operationKey": "tok-k2", "routingDomain": "eu"},
+        {"sandboxId": "sb3", "operationKey": "tok-k3"},
+    ]);
+
+    let before = l.checksum();
+    let dry = l.reconcile(&inventory, true, "");
+    assert_eq!(l.checksum(), before, "a dry run writes nothing");
+    assert_eq!(dry["status"], "planned");
+    assert_eq!(dry["matched_live_sandboxes"], 0, "still reserved in a dry run: owned, not matched");
+    assert_eq!(dry["unmatched_provider_sandbox_ids"], json!([]));
+    assert_eq!(dry["recovered_reserved_operations"], 0);
+    assert_eq!(phases(&dry), vec![p("recover_reserved_operations", 3), p("match_provider_inventory", 0), p("find_absent_operations", 0)]);
+
+    let applied = l.reconcile(&inventory, false, "");
+    assert_eq!(applied["status"], "applied");
+    assert_eq!(applied["recovered_reserved_operations"], 3);
+    assert_eq!(applied["matched_live_sandboxes"], 3, "recovered operations are deleting, so matched");
+    assert_eq!(applied["live_leases_to_seed"], 0, "their leases are bound");
+    assert_eq!(
+        phases(&applied),
+        vec![
+            p("release_terminal_capacity", 0),
+            p("recover_reserved_operations", 3),
+            p("recover_reserved_operations", 3),
+            p("match_provider_inventory", 3),
+            p("find_absent_operations", 0),
+            p("inspect_capacity_bindings", 3),
+            p("inspect_capacity_bindings", 0),
+            p("release_terminal_capacity", 0),
+        ]
+    );
+    assert_eq!(
+        rows("SELECT operation_key, state::text, sandbox_id, routing_domain, provider_created_at IS NOT NULL AS created \
+              FROM rc_recover.runtime_sandbox_operations ORDER BY 1"),
+        json!([
+            {"operation_key": "k1", "state": "deleting", "sandbox_id": "sb1", "routing_domain": null, "created": true},
+            {"operation_key": "k2", "state": "deleting", "sandbox_id": "sb2", "routing_domain": "eu", "created": true},
+            {"operation_key": "k3", "state": "deleting", "sandbox_id": "sb3", "routing_domain": null, "created": true},
+        ])
+    );
+    assert_eq!(
+        rows("SELECT lease_id, provider, sandbox_id, routing_domain, released_at IS NULL AS open \
+              FROM rc_recover.runtime_sandbox_capacity_leases ORDER BY 1"),
+        json!([
+            {"lease_id": "k1", "provider": "daytona", "sandbox_id": "sb1", "routing_domain": null, "open": true},
+            {"lease_id": "k2", "provider": "daytona", "sandbox_id": "sb2", "routing_domain": "eu", "open": true},
+            {"lease_id": "k3", "provider": "daytona", "sandbox_id": "sb3", "routing_domain": null, "open": true},
+        ])
+    );
+    assert_eq!(
+        rows("SELECT sandbox_id, run_id, status, routing_domain FROM rc_recover.sandbox_cleanup_jobs_v2 ORDER BY 1"),
+        json!([
+            {"sandbox_id": "sb1", "run_id": "run-k1", "status": "pending", "routing_domain": null},
+            {"sandbox_id": "sb2", "run_id": "run-k2", "status": "pending", "routing_domain": "eu"},
+            {"sandbox_id": "sb3", "run_id": "run-k3", "status": "pending", "routing_domain": null},
+        ])
+    );
+    // The late fact: NULL becomes a one-element array, an array is appended
+    // to, a lone object is wrapped first.
+    let facts = rows(
+        "SELECT run_id, jsonb_array_length(resource_json) AS n, resource_json->0->>'kind' AS first, \
+                (resource_json -> -1) - 'billingStartedAt' AS fact, \
+                jsonb_typeof((resource_json -> -1) -> 'billingStartedAt') AS billing \
+         FROM rc_recover.attempts ORDER BY 1",
+    );
+    let fact = |sb: &str, key: &str, domain: Value| {
+        json!({"kind": "daytona_sandbox", "sandboxId": sb, "runtimeEnvironment": "production",
+               "daytonaOrganizationId": domain, "sandboxCapacityLeaseId": key, "lateAcquired": true})
+    };
+    assert_eq!(
+        facts,
+        json!([
+            {"run_id": "run-k1", "n": 1, "first": "daytona_sandbox", "fact": fact("sb1", "k1", Value::Null), "billing": "number"},
+            {"run_id": "run-k2", "n": 2, "first": "modal_sandbox", "fact": fact("sb2", "k2", json!("eu")), "billing": "number"},
+            {"run_id": "run-k3", "n": 2, "first": "old", "fact": fact("sb3", "k3", Value::Null), "billing": "number"},
+        ])
+    );
+
+    // Idempotent: the second apply finds nothing to do.
+    let before = l.checksum_without_history();
+    let again = l.reconcile(&inventory, false, "");
+    assert_eq!(l.checksum_without_history(), before);
+    assert_eq!(again["recovered_reserved_operations"], 0);
+    assert_eq!(again["matched_live_sandboxes"], 3);
+    assert_eq!(again["status"], "applied");
+}
+
+impl Ledger {
+    /// Every table except the run history (which an apply always appends to).
+    fn checksum_without_history(&self) -> String {
+        self.checksum().split(' ').filter(|t| !t.starts_with("reconciliation_runs=")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+#[pg_test]
+fn reconcile_duplicate_labels_recover_nothing_and_fail_closed() {
+    let l = Ledger::new("rc_duplicate");
+    l.op("k1", "reserved", None, None, Some("tok"), "1 hour");
+    l.lease("k1", "run-k1", None, false);
+    l.attempt("run-k1", "NULL");
+    // A terminal lease to release: the first release's writes stay.
+    l.op("k9", "deleting", Some("sb9"), None, None, "2 hours");
+    l.lease("k9", "run-k9", Some("sb9"), false);
+    l.cleanup("sb9", "run-k9", "deleted", None);
+    // An old absent live operation: not marked when failing closed.
+    l.op("k8", "live", Some("sb8"), None, None, "3 hours");
+    let inventory = json!([
+        {"sandboxId": "sb1", "operationKey": "tok"},
+        {"sandboxId": "sb2", "operationKey": "tok"},
+        {"sandboxId": "sb9"},
+    ]);
+    let dry = l.reconcile(&inventory, true, "");
+    assert_eq!(dry["status"], "blocked_unowned_sandboxes");
+    assert_eq!(dry["unmatched_provider_sandbox_ids"], json!(["sb1", "sb2"]));
+
+    let s = l.reconcile(&inventory, false, "");
+    assert_eq!(
+        counts(&s),
+        json!({
+            "provider": "daytona", "provider_sandbox_count": 3, "matched_live_sandboxes": 1,
+            "unmatched_provider_sandbox_ids": ["sb1", "sb2"], "live_leases_to_seed": 0, "absent_ledger_rows": 0,
+            "seeded_leases": 0, "released_terminal_leases": 1, "marked_deleted": 0,
+            "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": false,
+            "status": "blocked_unowned_sandboxes"
+        })
+    );
+    // The select sees both items (2 rows), so recovery runs and promotes none.
+    assert_eq!(
+        phases(&s),
+        vec![
+            p("release_terminal_capacity", 1),
+            p("recover_reserved_operations", 2),
+            p("recover_reserved_operations", 0),
+            p("match_provider_inventory", 1),
+        ]
+    );
+    assert_eq!(l.state("k1"), "reserved");
+    assert_eq!(l.state("k8"), "live");
+    assert_eq!(int("SELECT count(*) FROM rc_duplicate.runtime_sandbox_capacity_leases WHERE released_at IS NULL"), 1);
+    assert_eq!(
+        rows("SELECT status, dry_run, summary->'unmatched_provider_sandbox_ids' AS ids FROM rc_duplicate.reconciliation_runs"),
+        json!([{"status": "blocked_unowned_sandboxes", "dry_run": false, "ids": ["sb1", "sb2"]}])
+    );
+}
+
+#[pg_test]
+fn reconcile_fails_closed_on_unowned_sandboxes_in_inventory_order() {
+    let l = Ledger::new("rc_closed");
+    l.op("k1", "live", Some("sb1"), None, None, "1 hour");
+    l.op("k2", "live", Some("sb2"), Some("eu"), None, "1 hour");
+    l.op("k3", "deleted", Some("sb3"), None, None, "1 hour");
+    l.op("k4", "live", Some("sb4"), None, None, "1 hour");
+    let before = l.checksum_without_history();
+    let s = l.reconcile(
+        &json!([
+            {"sandboxId": "zz"}, {"sandboxId": "sb1"}, {"sandboxId": "sb2"}, {"sandboxId": "sb3"},
+            {"sandboxId": "aa", "operationKey": "unknown"}, {"sandboxId": "zz "}
+        ]),
+        false,
+        "",
+    );
+    // sb2 is listed without its routing domain, sb3 is deleted: both unowned.
+    assert_eq!(s["unmatched_provider_sandbox_ids"], json!(["zz", "sb2", "sb3", "aa"]));
+    assert_eq!(s["provider_sandbox_count"], 5);
+    assert_eq!(s["matched_live_sandboxes"], 1);
+    assert_eq!(s["absent_ledger_rows"], 0);
+    assert_eq!(l.checksum_without_history(), before, "nothing written after failing closed");
+    assert_eq!(l.state("k4"), "live");
+}
+
+#[pg_test]
+fn reconcile_captured_at_and_minimum_age_boundaries() {
+    Ledger::new("rc_bounds");
+    run("INSERT INTO rc_bounds.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at) VALUES
+         ('at-capture', 'daytona', 'r1', 1, 'o', 'sb-at', 'live', '2026-01-01 00:00:00+00'),
+         ('after-capture', 'daytona', 'r2', 1, 'o', 'sb-after', 'live', '2026-01-01 00:00:00.000001+00'),
+         ('no-created-at', 'daytona', 'r3', 1, 'o', 'sb-null', 'live', NULL),
+         ('staging', 'daytona', 'r4', 1, 'o', 'sb-staging', 'live', '2025-01-01'),
+         ('modal', 'modal', 'r5', 1, 'o', 'sb-modal', 'live', '2025-01-01')");
+    run("UPDATE rc_bounds.runtime_sandbox_operations SET environment = 'staging' WHERE operation_key = 'staging'");
+    let absent = |captured: &str, age: &str| -> i64 {
+        let s: Value = serde_json::from_str(
+            &text(&format!(
+                "SELECT to_jsonb(r)::text FROM runtime_sandbox.reconcile_daytona('[]', '{captured}', true, \
+                 minimum_age => '{age}', ledger_schema => 'rc_bounds') r"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        s["absent_ledger_rows"].as_i64().unwrap()
+    };
+    // Recorded at the capture instant counts; one microsecond later does not.
+    assert_eq!(absent("2026-01-01 00:00:00+00", "0"), 1);
+    assert_eq!(absent("2026-01-01 00:00:00.000001+00", "0"), 2);
+    assert_eq!(absent("2025-12-31 23:59:59.999999+00", "0"), 0);
+    // Minimum age against the clock: both rows are older than 1 hour, the
+    // capture bound still applies, and an age reaching past them hides them.
+    assert_eq!(absent("2030-01-01", "1 hour"), 2);
+    // Ages in plain seconds (no days: a day is not always 24 hours).
+    let age_of_first = text(
+        "SELECT make_interval(secs => floor(extract(epoch FROM clock_timestamp() - '2026-01-01 00:00:00+00'::timestamptz)) - 1)::text",
+    )
+    .unwrap();
+    assert_eq!(absent("2030-01-01", &age_of_first), 2);
+    let past_both = text(
+        "SELECT make_interval(secs => floor(extract(epoch FROM clock_timestamp() - '2026-01-01 00:00:00+00'::timestamptz)) + 3600)::text",
+    )
+    .unwrap();
+    assert_eq!(absent("2030-01-01", &past_both), 0);
+}
+
+#[pg_test]
+fn reconcile_marks_absent_rows_but_never_a_workers_cleanup() {
+    let l = Ledger::new("rc_mark");
+    // Absent and unowned: marked.
+    l.op("k1", "live", Some("sb1"), None, None, "3 hours");
+    l.lease("k1", "run-k1", Some("sb1"), false);
+    l.lease("k1-other-run", "run-other", Some("sb1"), false);
+    // Absent with a pending cleanup nobody holds: moved to deleted.
+    l.op("k2", "live", Some("sb2"), None, None, "2 hours 59 minutes");
+    l.cleanup("sb2", "run-k2", "pending", None);
+    // Absent but a worker holds its cleanup: untouched.
+    l.op("k3", "live", Some("sb3"), None, None, "2 hours 58 minutes");
+    l.cleanup("sb3", "run-k3", "pending", Some("worker-1"));
+    // Absent but its cleanup is mid-delete: untouched.
+    l.op("k4", "live", Some("sb4"), None, None, "2 hours 57 minutes");
+    l.cleanup("sb4", "run-k4", "deleting", None);
+    // Absent with a deleted cleanup: not a candidate at all.
+    l.op("k5", "live", Some("sb5"), None, None, "2 hours 56 minutes");
+    l.cleanup("sb5", "run-k5", "deleted", None);
+    // Too young.
+    l.op("k6", "live", Some("sb6"), None, None, "5 minutes");
+    // Listed: matched, not absent.
+    l.op("k7", "live", Some("sb7"), None, None, "4 hours");
+    let workers_rows = "SELECT md5(string_agg(c::text, ',' ORDER BY id)) FROM rc_mark.sandbox_cleanup_jobs_v2 c \
+                        WHERE sandbox_id IN ('sb3', 'sb4')";
+    let workers_before = text(workers_rows);
+
+    let s = l.reconcile(&json!([{"sandboxId": "sb7"}]), false, "");
+    assert_eq!(s["absent_ledger_rows"], 4);
+    assert_eq!(s["marked_deleted"], 2);
+    assert_eq!(s["has_more_absent_ledger_rows"], false);
+    assert_eq!(s["seeded_leases"], 1, "sb7 had no lease");
+    assert_eq!(text(workers_rows), workers_before, "a worker's cleanup rows are untouched");
+    assert_eq!(
+        rows("SELECT operation_key AS k, state::text, delete_confirmed_at IS NOT NULL AS confirmed \
+              FROM rc_mark.runtime_sandbox_operations ORDER BY 1"),
+        json!([
+            {"k": "k1", "state": "deleted", "confirmed": true},
+            {"k": "k2", "state": "deleted", "confirmed": true},
+            {"k": "k3", "state": "live", "confirmed": false},
+            {"k": "k4", "state": "live", "confirmed": false},
+            {"k": "k5", "state": "live", "confirmed": false},
+            {"k": "k6", "state": "live", "confirmed": false},
+            {"k": "k7", "state": "live", "confirmed": false},
+        ])
+    );
+    assert_eq!(
+        rows("SELECT sandbox_id, run_id, status, last_error, deleted_at IS NOT NULL AS deleted \
+              FROM rc_mark.sandbox_cleanup_jobs_v2 WHERE sandbox_id IN ('sb1', 'sb2') ORDER BY 1"),
+        json!([
+            {"sandbox_id": "sb1", "run_id": "run-k1", "status": "deleted", "last_error": "reconciled_provider_confirmed_absent", "deleted": true},
+            {"sandbox_id": "sb2", "run_id": "run-k2", "status": "deleted", "last_error": "reconciled_provider_confirmed_absent", "deleted": true},
+        ])
+    );
+    assert_eq!(
+        rows("SELECT sandbox_id, run_id, event_type, cleanup_attempt, details_json FROM rc_mark.sandbox_cleanup_events_v2 ORDER BY 1"),
+        json!([
+            {"sandbox_id": "sb1", "run_id": "run-k1", "event_type": "reconciled_provider_confirmed_absent", "cleanup_attempt": 0,
+             "details_json": {"source": "runtime-sandbox-ledger-reconciliation"}},
+            {"sandbox_id": "sb2", "run_id": "run-k2", "event_type": "reconciled_provider_confirmed_absent", "cleanup_attempt": 0,
+             "details_json": {"source": "runtime-sandbox-ledger-reconciliation"}},
+        ])
+    );
+    // Only the same run's lease is released by marking.
+    assert_eq!(
+        rows("SELECT lease_id, released_at IS NOT NULL AS released FROM rc_mark.runtime_sandbox_capacity_leases ORDER BY 1"),
+        json!([
+            {"lease_id": "k1", "released": true},
+            {"lease_id": "k1-other-run", "released": false},
+            {"lease_id": "k7", "released": false},
+        ])
+    );
+
+    // Idempotent: the second apply changes nothing (the workers' rows are
+    // still absent candidates, still untouched).
+    let before = l.checksum_without_history();
+    let again = l.reconcile(&json!([{"sandboxId": "sb7"}]), false, "");
+    assert_eq!(l.checksum_without_history(), before);
+    assert_eq!(
+        (again["absent_ledger_rows"].clone(), again["marked_deleted"].clone(), again["seeded_leases"].clone(),
+         again["released_terminal_leases"].clone()),
+        (json!(2), json!(0), json!(0), json!(0))
+    );
+    assert_eq!(int("SELECT count(*) FROM rc_mark.reconciliation_runs WHERE status = 'applied'"), 2);
+}
+
+#[pg_test]
+fn reconcile_batches_absent_rows_oldest_first() {
+    let l = Ledger::new("rc_batch");
+    l.op("b", "live", Some("sb-b"), None, None, "2 hours");
+    l.op("a", "live", Some("sb-a"), None, None, "2 hours");
+    l.op("c", "live", Some("sb-c"), None, None, "3 hours");
+    let s = l.reconcile(&json!([]), false, ", batch_size => 2");
+    assert_eq!((s["absent_ledger_rows"].clone(), s["has_more_absent_ledger_rows"].clone()), (json!(2), json!(true)));
+    assert_eq!(phases(&s), vec![p("release_terminal_capacity", 0), p("find_absent_operations", 3),
+                                p("mark_provider_confirmed_absent", 2), p("release_terminal_capacity", 0)]);
+    // Oldest first, then operation key among equals.
+    assert_eq!((l.state("c"), l.state("a"), l.state("b")), ("deleted".into(), "deleted".into(), "live".into()));
+    let s = l.reconcile(&json!([]), false, ", batch_size => 2");
+    assert_eq!((s["absent_ledger_rows"].clone(), s["has_more_absent_ledger_rows"].clone()), (json!(1), json!(false)));
+}
+
+#[pg_test]
+fn reconcile_releases_terminal_leases_and_seeds_by_the_rules() {
+    let l = Ledger::new("rc_leases");
+    // Terminal: the lease of a deleted cleanup (same run) is released; a
+    // lease of another run for the same sandbox is not.
+    l.op("t1", "deleted", Some("sbt"), None, None, "5 hours");
+    l.cleanup("sbt", "run-t1", "deleted", None);
+    l.lease("t1", "run-t1", Some("sbt"), false);
+    l.lease("t1-other", "run-x", Some("sbt"), false);
+    // Live and listed without a lease: seeded.
+    l.op("s1", "live", Some("sb-s1"), None, None, "1 hour");
+    // Live with a lease already (released even): nothing to seed.
+    l.op("s2", "live", Some("sb-s2"), None, None, "1 hour");
+    l.lease("old-s2", "run-s2", Some("sb-s2"), true);
+    // Live but durably deleted at the provider side of the ledger: not seeded.
+    l.op("s3", "deleting", Some("sb-s3"), None, None, "1 hour");
+    l.cleanup("sb-s3", "run-s3", "deleted", None);
+    // An unbound open lease with the operation's key: rebound (counts as seeded).
+    l.op("s4", "live", Some("sb-s4"), None, None, "1 hour");
+    l.lease("s4", "run-s4", None, false);
+    // An unbound released lease with the key: to seed, but not rebound.
+    l.op("s5", "live", Some("sb-s5"), None, None, "1 hour");
+    l.lease("s5", "run-s5", None, true);
+    // Listed twice under two operation labels: two matched rows, one lease.
+    l.op("s6", "live", Some("sb-s6"), None, None, "1 hour");
+    let inventory = json!([
+        {"sandboxId": "sb-s1"}, {"sandboxId": "sb-s2"}, {"sandboxId": "sb-s3"}, {"sandboxId": "sb-s4"},
+        {"sandboxId": "sb-s5"}, {"sandboxId": "sb-s6", "operationKey": "x"}, {"sandboxId": "sb-s6", "operationKey": "y"},
+    ]);
+    let dry = l.reconcile(&inventory, true, "");
+    assert_eq!((dry["matched_live_sandboxes"].clone(), dry["live_leases_to_seed"].clone()), (json!(7), json!(5)));
+    assert_eq!(dry["released_terminal_leases"], 0);
+
+    let s = l.reconcile(&inventory, false, "");
+    assert_eq!(s["released_terminal_leases"], 1);
+    assert_eq!(s["matched_live_sandboxes"], 7);
+    assert_eq!(s["live_leases_to_seed"], 5);
+    assert_eq!(s["seeded_leases"], 3, "s1, s4 rebound, s6 once; s5's released lease stays released");
+    assert_eq!(
+        phases(&s),
+        vec![
+            p("release_terminal_capacity", 1),
+            p("recover_reserved_operations", 0),
+            p("match_provider_inventory", 7),
+            p("find_absent_operations", 0),
+            // distinct (sandbox, domain) lease pairs: sb-s2 (the unbound
+            // leases have no sandbox yet); terminal pairs: sb-s3.
+            p("inspect_capacity_bindings", 1),
+            p("inspect_capacity_bindings", 1),
+            p("seed_capacity_bindings", 3),
+            p("release_terminal_capacity", 1),
+        ]
+    );
+    assert_eq!(
+        rows("SELECT lease_id, run_id, sandbox_id, released_at IS NOT NULL AS released, expires_at IS NOT NULL AS expires \
+              FROM rc_leases.runtime_sandbox_capacity_leases ORDER BY 1"),
+        json!([
+            {"lease_id": "old-s2", "run_id": "run-s2", "sandbox_id": "sb-s2", "released": true, "expires": false},
+            {"lease_id": "s1", "run_id": "run-s1", "sandbox_id": "sb-s1", "released": false, "expires": true},
+            {"lease_id": "s4", "run_id": "run-s4", "sandbox_id": "sb-s4", "released": false, "expires": true},
+            {"lease_id": "s5", "run_id": "run-s5", "sandbox_id": null, "released": true, "expires": false},
+            {"lease_id": "s6", "run_id": "run-s6", "sandbox_id": "sb-s6", "released": false, "expires": true},
+            {"lease_id": "t1", "run_id": "run-t1", "sandbox_id": "sbt", "released": true, "expires": false},
+            {"lease_id": "t1-other", "run_id": "run-x", "sandbox_id": "sbt", "released": false, "expires": false},
+        ])
+    );
+    let again = l.reconcile(&inventory, false, "");
+    assert_eq!((again["seeded_leases"].clone(), again["live_leases_to_seed"].clone(), again["released_terminal_leases"].clone()),
+               (json!(0), json!(1), json!(0)), "only s5's identity is still without a lease");
+}
+
+#[pg_test]
+fn reconcile_dry_run_leaves_every_table_byte_identical() {
+    let l = Ledger::new("rc_dry");
+    l.op("r1", "reserved", None, None, Some("tok-r1"), "1 hour");
+    l.lease("r1", "run-r1", None, false);
+    l.attempt("run-r1", "NULL");
+    l.op("l1", "live", Some("sb-l1"), None, None, "1 hour");
+    l.op("a1", "live", Some("sb-a1"), None, None, "1 hour");
+    l.op("t1", "deleted", Some("sb-t1"), None, None, "1 hour");
+    l.lease("t1", "run-t1", Some("sb-t1"), false);
+    l.cleanup("sb-t1", "run-t1", "deleted", None);
+    let inventory = json!([{"sandboxId": "sb-r1", "operationKey": "tok-r1"}, {"sandboxId": "sb-l1"}]);
+    let before = l.checksum();
+    let dry = l.reconcile(&inventory, true, "");
+    assert_eq!(l.checksum(), before);
+    assert_eq!(
+        counts(&dry),
+        json!({
+            "provider": "daytona", "provider_sandbox_count": 2, "matched_live_sandboxes": 1,
+            "unmatched_provider_sandbox_ids": [], "live_leases_to_seed": 1, "absent_ledger_rows": 1,
+            "seeded_leases": 0, "released_terminal_leases": 0, "marked_deleted": 0,
+            "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": true,
+            "status": "planned"
+        })
+    );
+    let applied = l.reconcile(&inventory, false, "");
+    assert_eq!(
+        counts(&applied),
+        json!({
+            "provider": "daytona", "provider_sandbox_count": 2, "matched_live_sandboxes": 2,
+            "unmatched_provider_sandbox_ids": [], "live_leases_to_seed": 1, "absent_ledger_rows": 1,
+            "seeded_leases": 1, "released_terminal_leases": 1, "marked_deleted": 1,
+            "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
+            "status": "applied"
+        })
+    );
+    let history = rows("SELECT status, dry_run, summary - 'diagnostics' AS summary, finished_at >= started_at AS ordered \
+                        FROM rc_dry.reconciliation_runs");
+    assert_eq!(history, json!([{"status": "applied", "dry_run": false, "summary": counts(&applied), "ordered": true}]));
+}
+
+#[pg_test]
+fn reconcile_returns_named_columns() {
+    Ledger::new("rc_columns");
+    let columns = text(
+        "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute \
+         WHERE attrelid = 'runtime_sandbox.reconciliation_summary'::regclass AND attnum > 0",
+    )
+    .unwrap();
+    assert_eq!(
+        columns,
+        "provider,provider_sandbox_count,matched_live_sandboxes,unmatched_provider_sandbox_ids,live_leases_to_seed,\
+         absent_ledger_rows,seeded_leases,released_terminal_leases,marked_deleted,recovered_reserved_operations,\
+         has_more_absent_ledger_rows,dry_run,status,diagnostics"
+    );
+    assert_eq!(
+        text("SELECT status || ':' || provider_sandbox_count || ':' || cardinality(diagnostics) \
+              FROM runtime_sandbox.reconcile_daytona('[]', now(), true, ledger_schema => 'rc_columns')")
+        .as_deref(),
+        Some("planned:0:1")
+    );
+    // The per-call planner settings are put back.
+    run("SET LOCAL enable_nestloop = off; SET LOCAL jit = on");
+    text("SELECT status FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"x\"}]', now(), false, ledger_schema => 'rc_columns')");
+    assert_eq!(
+        text("SELECT current_setting('enable_nestloop') || current_setting('enable_mergejoin') || current_setting('jit')").as_deref(),
+        Some("offonon")
+    );
+    assert_eq!(
+        text("SELECT (diagnostics[1]).phase FROM runtime_sandbox.reconcile_daytona('[]', now(), true, ledger_schema => 'rc_columns')")
+            .as_deref(),
+        Some("find_absent_operations")
+    );
+}
+
+#[pg_test]
+fn reconcile_rejects_every_bad_input_and_writes_nothing() {
+    let l = Ledger::new("rc_bad");
+    l.op("t1", "deleted", Some("sb-t1"), None, None, "1 hour");
+    l.lease("t1", "run-t1", Some("sb-t1"), false);
+    l.cleanup("sb-t1", "run-t1", "deleted", None);
+    run(r#"CREATE FUNCTION pg_temp.try_reconcile(args text) RETURNS text LANGUAGE plpgsql AS $f$
+           BEGIN
+             EXECUTE 'SELECT runtime_sandbox.reconcile_daytona(' || args || ')';
+             RETURN 'ok';
+           EXCEPTION WHEN others THEN
+             RETURN SQLSTATE || ' ' || SQLERRM;
+           END $f$"#);
+    let before = l.checksum();
+    let ok = "'[]', now(), false, ledger_schema => 'rc_bad'";
+    let cases = [
+        ("NULL, now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: must not be NULL"),
+        ("'{}', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: must be a JSON array, got an object"),
+        ("'\"x\"', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: must be a JSON array, got a string"),
+        ("'[{\"sandboxId\":\"a\"}, 1]', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: element 1: must be an object, got a number"),
+        ("'[{}]', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: element 0: sandboxId is required"),
+        ("'[{\"sandboxId\":5}]', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: element 0: sandboxId must be a string, got a number"),
+        ("'[{\"sandboxId\":\" \"}]', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: element 0: sandboxId is blank"),
+        ("'[{\"sandboxId\":\"a\",\"operationKey\":{}}]', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: element 0: operationKey must be a string or null, got an object"),
+        ("'[{\"sandboxId\":\"a\",\"routingDomain\":true}]', now(), false, ledger_schema => 'rc_bad'", "invalid argument inventory: element 0: routingDomain must be a string or null, got a boolean"),
+        ("'[]', NULL, false, ledger_schema => 'rc_bad'", "invalid argument inventory_captured_at: must not be NULL"),
+        ("'[]', 'epoch', false, ledger_schema => 'rc_bad'", "invalid argument inventory_captured_at: must be a positive time"),
+        ("'[]', '1969-12-31', false, ledger_schema => 'rc_bad'", "invalid argument inventory_captured_at: must be a positive time"),
+        ("'[]', 'infinity', false, ledger_schema => 'rc_bad'", "invalid argument inventory_captured_at: must be a finite time"),
+        ("'[]', now(), NULL, ledger_schema => 'rc_bad'", "invalid argument dry_run: must not be NULL"),
+        (&format!("{ok}, batch_size => 0"), "invalid argument batch_size: must be an integer from 1 through 1000, got 0"),
+        (&format!("{ok}, batch_size => 1001"), "invalid argument batch_size: must be an integer from 1 through 1000, got 1001"),
+        (&format!("{ok}, batch_size => NULL"), "invalid argument batch_size: must not be NULL"),
+        (&format!("{ok}, minimum_age => '-1 second'"), "invalid argument minimum_age: must not be negative"),
+        (&format!("{ok}, minimum_age => NULL"), "invalid argument minimum_age: must not be NULL"),
+        ("'[]', now(), false, ledger_schema => 'bad-name'", "invalid argument ledger_schema: \"bad-name\" is not a plain identifier"),
+        ("'[]', now(), false, ledger_schema => 'no_such_schema'", "invalid argument ledger_schema: schema \"no_such_schema\" does not exist"),
+        ("'[]', now(), false, ledger_schema => NULL", "invalid argument ledger_schema: must not be NULL"),
+    ];
+    for (args, expected) in cases {
+        let got = text(&format!("SELECT pg_temp.try_reconcile($a${args}$a$)")).unwrap();
+        assert!(got.starts_with(&format!("22023 runtime_sandbox: {expected}")), "{args}: {got}");
+    }
+    assert_eq!(l.checksum(), before, "no bad call wrote anything");
+    // The same ledger with good arguments does write (the terminal lease).
+    assert_eq!(text(&format!("SELECT pg_temp.try_reconcile($a${ok}$a$)")).as_deref(), Some("ok"));
+    assert_ne!(l.checksum(), before);
+}

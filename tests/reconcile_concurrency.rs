@@ -1,0 +1,128 @@
+//! reconcile_daytona with real connections: the overlap guard and the
+//! one-transaction guarantee (run by `make test-integration`).
+
+mod common;
+
+use postgres::Client;
+
+const LEDGER: &str = "SELECT runtime_sandbox.install_ledger('runtime_scheduler');
+    INSERT INTO runtime_scheduler.runtime_sandbox_operations
+        (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+    VALUES ('k1', 'daytona', 'run-1', 1, 'org', 'sb1', 'live', now() - interval '1 hour'),
+           ('k2', 'daytona', 'run-2', 1, 'org', 'sb2', 'live', now() - interval '1 hour');";
+
+fn status(client: &mut Client, sql: &str) -> String {
+    client.query_one(sql, &[]).unwrap().get::<_, String>(0)
+}
+
+const APPLY: &str = "SELECT status FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), false)";
+const DRY: &str = "SELECT status FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), true)";
+
+#[test]
+fn reconcile_overlapping_applies_skip_instead_of_queueing() {
+    let db = common::fresh_database("reconcile_overlap");
+    let mut first = common::connect(&db);
+    let mut second = common::connect(&db);
+    first.batch_execute(LEDGER).unwrap();
+
+    // The first apply holds the guard until its transaction ends.
+    let mut tx = first.transaction().unwrap();
+    assert_eq!(tx.query_one(APPLY, &[]).unwrap().get::<_, String>(0), "applied");
+    assert_eq!(status(&mut second, APPLY), "skipped_concurrent");
+    let skipped = second
+        .query_one(
+            "SELECT (to_jsonb(r) - 'diagnostics' - 'provider' - 'status' - 'unmatched_provider_sandbox_ids' - 'provider_sandbox_count' - 'dry_run')::text AS counts, \
+                    cardinality(r.diagnostics) AS n FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), false) r",
+            &[],
+        )
+        .unwrap();
+    let counts: serde_json::Value = serde_json::from_str(skipped.get::<_, &str>(0)).unwrap();
+    assert!(counts.as_object().unwrap().values().all(|v| v == 0 || v == false), "{counts}");
+    assert_eq!(skipped.get::<_, i32>(1), 0);
+    // A dry run takes no guard: it plans from what it can see (the first
+    // apply's writes are not committed yet).
+    assert_eq!(status(&mut second, DRY), "planned");
+    tx.commit().unwrap();
+
+    // Skipped runs leave no history; the committed apply does.
+    let history: i64 =
+        second.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
+    assert_eq!(history, 1);
+    // The guard went with the transaction; the next apply runs (and finds the
+    // ledger already reconciled).
+    assert_eq!(status(&mut second, APPLY), "applied");
+    let marked: i64 = second
+        .query_one(
+            "SELECT marked_deleted FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), false)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(marked, 0);
+
+    // Another ledger schema has its own guard.
+    second.batch_execute("SELECT runtime_sandbox.install_ledger('other_ledger')").unwrap();
+    let mut tx = first.transaction().unwrap();
+    tx.query_one(APPLY, &[]).unwrap();
+    assert_eq!(
+        status(
+            &mut second,
+            "SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), false, ledger_schema => 'other_ledger')"
+        ),
+        "applied"
+    );
+    tx.rollback().unwrap();
+}
+
+#[test]
+fn reconcile_a_failure_anywhere_rolls_back_every_phase() {
+    let db = common::fresh_database("reconcile_atomic");
+    let mut client = common::connect(&db);
+    client.batch_execute(LEDGER).unwrap();
+    // A terminal lease the first phase releases ...
+    client
+        .batch_execute(
+            "INSERT INTO runtime_scheduler.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id)
+                 VALUES ('t1', 'org', 'run-t', 'daytona', 'sb-t');
+             INSERT INTO runtime_scheduler.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, status, deleted_at)
+                 VALUES ('daytona', 'sb-t', 'run-t', 1, 'deleted', now());
+             -- ... and a reserved create whose recovery collides with k1's identity (sb1).
+             INSERT INTO runtime_scheduler.runtime_sandbox_operations
+                 (operation_key, provider, run_id, attempt, org_id, state, provider_operation_token)
+                 VALUES ('r1', 'daytona', 'run-r', 1, 'org', 'reserved', 'tok');
+             INSERT INTO runtime_scheduler.runtime_sandbox_capacity_leases (lease_id, org_id, run_id)
+                 VALUES ('r1', 'org', 'run-r');
+             INSERT INTO runtime_scheduler.runs VALUES ('run-r', 'org');
+             INSERT INTO runtime_scheduler.attempts (run_id, attempt) VALUES ('run-r', 1);",
+        )
+        .unwrap();
+    let err = client
+        .query_one(
+            "SELECT status FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\",\"operationKey\":\"tok\"}]', now(), false)",
+            &[],
+        )
+        .unwrap_err();
+    let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+    assert!(message.contains("duplicate key"), "{err:?}");
+    // The application would have committed the release before failing; here
+    // nothing happened at all.
+    let open: i64 = client
+        .query_one(
+            "SELECT count(*) FROM runtime_scheduler.runtime_sandbox_capacity_leases WHERE released_at IS NULL",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 2);
+    let state: String = client
+        .query_one(
+            "SELECT state::text FROM runtime_scheduler.runtime_sandbox_operations WHERE operation_key = 'r1'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(state, "reserved");
+    let history: i64 =
+        client.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
+    assert_eq!(history, 0);
+}
