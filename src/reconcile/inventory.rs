@@ -2,7 +2,7 @@
 //! and normalized exactly as the application does (trim, blank optionals
 //! become NULL, duplicates of one identity collapse in first-seen order).
 
-use crate::args::ArgError;
+use crate::args::{json_kind, ArgError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -55,17 +55,6 @@ fn optional_string(
             Ok(if trimmed.is_empty() { None } else { Some(trimmed.to_owned()) })
         }
         Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", json_kind(other)))),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::js::{self, Object};
 use super::rules::{DEFAULT_STOCK_VERSION, KUBERNETES_MARKER, MANAGED_BY_KEY, PROVIDER_KEY};
-use crate::args::ArgError;
+use crate::args::{json_kind, ArgError};
 use serde_json::Value;
 
 /// The arguments as SQL hands them over (jsonb as its text, NULL as `None`).
@@ -47,17 +47,6 @@ fn object_argument(argument: &'static str, text: Option<&str>) -> Result<Object,
     match js::parse(text).map_err(|e| ArgError::new(argument, e))? {
         Value::Object(members) => Ok(members),
         other => Err(ArgError::new(argument, format!("must be a JSON object, got {}", json_kind(&other)))),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
