@@ -5,49 +5,11 @@
 -- fetched rows: every earlier resource of an identity is in that prefix, so
 -- the ranks equal the application's ranks over everything after the cursor,
 -- without reading everything after the cursor.
--- Placeholders as in the page resources; $5 is the page size.
-WITH page AS MATERIALIZED (
-    SELECT attempt.run_id, attempt.attempt, attempt.updated_at,
-           resource.ordinal::integer AS resource_ordinal, resource.value AS resource,
-           row_number() OVER (ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal) AS position
-    FROM @ledger@.attempts AS attempt
-    CROSS JOIN LATERAL jsonb_array_elements(
-        CASE WHEN jsonb_typeof(attempt.resource_json) = 'array'
-             THEN attempt.resource_json ELSE jsonb_build_array(attempt.resource_json) END
-    ) WITH ORDINALITY AS resource(value, ordinal)
-    WHERE attempt.resource_json IS NOT NULL
-      AND resource.value ->> 'kind' IN ('daytona_sandbox', 'modal_sandbox')
-      AND NULLIF(resource.value ->> 'sandboxId', '') IS NOT NULL
-      @after@
-    ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal
-    LIMIT $5 + 1
-), identified AS (
-    SELECT page.run_id, page.attempt, page.updated_at, page.resource_ordinal, page.position,
-           CASE page.resource ->> 'kind' WHEN 'modal_sandbox' THEN 'modal' ELSE 'daytona' END AS provider,
-           page.resource ->> 'sandboxId' AS sandbox_id,
-           COALESCE(CASE page.resource ->> 'kind'
-               WHEN 'modal_sandbox' THEN NULLIF(page.resource ->> 'modalAppId', '')
-               ELSE NULLIF(page.resource ->> 'daytonaOrganizationId', '') END, '') AS routing_domain_key
-    FROM page
-), ranked AS (
-    SELECT identified.*,
-           row_number() OVER (
-               PARTITION BY identified.provider COLLATE "C", identified.sandbox_id COLLATE "C",
-                            identified.routing_domain_key COLLATE "C"
-               ORDER BY identified.position
-           ) AS conflict_rank
-    FROM identified
-), resources AS (
-    SELECT ranked.*,
-           ranked.conflict_rank = 1 AND NOT EXISTS (
-               SELECT 1 FROM @ledger@.runtime_sandbox_operations AS operation
-               WHERE operation.provider = ranked.provider
-                 AND operation.sandbox_id = ranked.sandbox_id
-                 AND operation.routing_domain_key = ranked.routing_domain_key
-           ) AS would_insert
-    FROM ranked
-    WHERE ranked.position <= $5
-), summary AS (
+-- The page resources with a LEFT JOIN to runs and a limit of $5 + 1; $5 is the
+-- page size.
+WITH @page_resources@,
+@unwritten_resources@,
+summary AS (
     SELECT count(*) AS scanned,
            count(*) FILTER (WHERE resources.would_insert) AS projected,
            COALESCE(array_agg(ROW(resources.run_id, resources.attempt, resources.resource_ordinal,

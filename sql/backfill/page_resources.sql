@@ -1,7 +1,10 @@
 -- The resources of one backfill page, in keyset order (shared by the applied
 -- page and its preview). The shell substitutes the quoted ledger schema and
 -- the keyset condition after the cursor ($1 updated_at, $2 run_id, $3 attempt,
--- $4 ordinal; nothing for the first page); $5 is the page size.
+-- $4 ordinal; nothing for the first page); $5 is the page size. Two more
+-- placeholders tell the applied page from the application's own dry-run
+-- preview: the join to runs (JOIN: only attempts with a run; LEFT JOIN: every
+-- attempt) and the limit ($5, or $5 + 1 for an exact has_more).
 --
 -- The first row condition is the index's own keyset, so the scan starts at the
 -- cursor in attempts_backfill_keyset_idx instead of expanding every earlier
@@ -15,7 +18,7 @@ page AS MATERIALIZED (
            resource.ordinal::integer AS resource_ordinal, resource.value AS resource,
            row_number() OVER (ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal) AS position
     FROM @ledger@.attempts AS attempt
-    JOIN @ledger@.runs AS run ON run.run_id = attempt.run_id
+    @runs_join@ @ledger@.runs AS run ON run.run_id = attempt.run_id
     CROSS JOIN LATERAL jsonb_array_elements(
         CASE WHEN jsonb_typeof(attempt.resource_json) = 'array'
              THEN attempt.resource_json ELSE jsonb_build_array(attempt.resource_json) END
@@ -25,7 +28,7 @@ page AS MATERIALIZED (
       AND NULLIF(resource.value ->> 'sandboxId', '') IS NOT NULL
       @after@
     ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt, resource.ordinal
-    LIMIT $5
+    LIMIT @page_limit@
 ), identified AS (
     SELECT page.run_id, page.attempt, page.updated_at, page.org_id, page.resource_ordinal, page.position,
            CASE page.resource ->> 'kind' WHEN 'modal_sandbox' THEN 'modal' ELSE 'daytona' END AS provider,

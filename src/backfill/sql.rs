@@ -16,6 +16,7 @@ use pgrx::{AllocatedByRust, PgSqlErrorCode};
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
 const PAGE_RESOURCES: &str = include_str!("../../sql/backfill/page_resources.sql");
+const UNWRITTEN_RESOURCES: &str = include_str!("../../sql/backfill/unwritten_resources.sql");
 const PAGE_SUMMARY: &str = include_str!("../../sql/backfill/page_summary.sql");
 const PAGE_TARGETS: &str = include_str!("../../sql/backfill/page_targets.sql");
 const APPLY_PAGE: &str = include_str!("../../sql/backfill/apply_page.sql");
@@ -93,6 +94,18 @@ fn with_cursor(sql: &str, ledger: &SchemaName, after: Option<&Position>) -> Stri
         .replace("@ledger@", &ledger.quoted)
 }
 
+/// Expand the shared page fragments. The applied page (and its preview) takes
+/// only attempts with a run and exactly `$5` resources; the application's own
+/// dry-run preview takes every attempt and one resource more.
+fn with_page_resources(template: &str, applied_page: bool) -> String {
+    let (runs_join, page_limit) = if applied_page { ("JOIN", "$5") } else { ("LEFT JOIN", "$5 + 1") };
+    template
+        .replace("@page_resources@", PAGE_RESOURCES)
+        .replace("@unwritten_resources@", UNWRITTEN_RESOURCES)
+        .replace("@runs_join@", runs_join)
+        .replace("@page_limit@", page_limit)
+}
+
 fn run_page(
     client: &mut SpiClient<'_>,
     kind: PageKind,
@@ -105,8 +118,7 @@ fn run_page(
         PageKind::Apply => (APPLY_PAGE, "(SELECT count(*) FROM inserted)"),
         PageKind::Preview => (PREVIEW_PAGE, "0::bigint"),
     };
-    let sql = template
-        .replace("@page_resources@", PAGE_RESOURCES)
+    let sql = with_page_resources(template, true)
         .replace("@page_summary@", PAGE_SUMMARY)
         .replace("@inserted@", inserted)
         .replace(
@@ -264,7 +276,7 @@ fn advance_sandbox_operation_backfill(
     }
     if dry_run {
         let after = stored.cursor.map(|c| position(c.to_position().unwrap_or_else(|e| checkpoint_error(&ledger, e))));
-        let sql = with_cursor(DRY_RUN_PAGE, &ledger, after.as_ref());
+        let sql = with_cursor(&with_page_resources(DRY_RUN_PAGE, false), &ledger, after.as_ref());
         return Spi::get_one_with_args::<Row>(&sql, &cursor_args(after.as_ref(), limit))
             .unwrap_or_else(|e| error!("runtime_sandbox: backfill dry run on {} failed: {e}", ledger.name))
             .expect("a row");
