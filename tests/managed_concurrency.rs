@@ -150,19 +150,24 @@ fn managed_concurrent_first_reconcile_race_many_times() {
     }
 }
 
-#[test]
-fn managed_bad_input_writes_nothing() {
-    let db = setup("managed_bad_input");
-    let mut c = common::connect(&db);
-    reconcile(&mut c, r#"{"target":"us"}"#);
-    let before: String = c
+/// Every environment and binding row, as text.
+fn snapshot(c: &mut postgres::Client) -> String {
+    c
         .query_one(
             "SELECT (SELECT jsonb_agg(e ORDER BY id) FROM environments e)::text
                  || (SELECT jsonb_agg(b ORDER BY id) FROM built_in_managed_resources b)::text",
             &[],
         )
         .unwrap()
-        .get(0);
+        .get(0)
+}
+
+#[test]
+fn managed_bad_input_writes_nothing() {
+    let db = setup("managed_bad_input");
+    let mut c = common::connect(&db);
+    reconcile(&mut c, r#"{"target":"us"}"#);
+    let before = snapshot(&mut c);
     for (sql, argument) in [
         ("SELECT runtime_sandbox.reconcile_managed_environment('', 'daytona')", "name"),
         ("SELECT runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', '[]')", "config"),
@@ -175,13 +180,6 @@ fn managed_bad_input_writes_nothing() {
         assert_eq!(db_err.code().code(), "22023", "{sql}");
         assert!(db_err.message().starts_with(&format!("runtime_sandbox: invalid argument {argument}:")), "{}", db_err.message());
     }
-    let after: String = c
-        .query_one(
-            "SELECT (SELECT jsonb_agg(e ORDER BY id) FROM environments e)::text
-                 || (SELECT jsonb_agg(b ORDER BY id) FROM built_in_managed_resources b)::text",
-            &[],
-        )
-        .unwrap()
-        .get(0);
+    let after = snapshot(&mut c);
     assert_eq!(before, after);
 }
