@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 ::pgrx::pg_module_magic!();
 
 pub mod args;
+pub mod fast_hash;
 pub mod pg_types;
 mod shell;
 

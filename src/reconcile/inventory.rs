@@ -5,7 +5,7 @@
 use crate::args::{json_kind, ArgError};
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use crate::fast_hash::{FastMap, FastSet};
 
 /// One physical Daytona sandbox as the provider lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -107,7 +107,7 @@ impl<'de> serde::de::Visitor<'de> for WellFormedVisitor {
 pub fn parse_inventory(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
     match serde_json::from_str::<Vec<WellFormed>>(json) {
         Ok(elements) if elements.iter().all(|e| !js_trim(e.sandbox_id).is_empty()) => {
-            let mut seen = HashSet::with_capacity(elements.len());
+            let mut seen = FastSet::with_capacity_and_hasher(elements.len(), Default::default());
             let mut items = Vec::with_capacity(elements.len());
             for e in &elements {
                 let key = (js_trim(e.sandbox_id), blank_is_null(e.routing_domain), blank_is_null(e.operation_key));
@@ -163,14 +163,14 @@ fn parse_inventory_checked(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
 /// Collapse duplicates of one (sandboxId, routingDomain, operationKey),
 /// keeping the first occurrence's position (a JavaScript Map's order).
 pub fn normalize(items: Vec<InventoryItem>) -> Vec<InventoryItem> {
-    let mut seen = HashSet::with_capacity(items.len());
+    let mut seen = FastSet::with_capacity_and_hasher(items.len(), Default::default());
     items.into_iter().filter(|item| seen.insert(item.clone())).collect()
 }
 
 /// Operation labels carried by exactly one normalized item: only these may
 /// recover a reserved create (a label seen twice proves nothing).
-pub fn unique_operation_keys(items: &[InventoryItem]) -> HashSet<&str> {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+pub fn unique_operation_keys(items: &[InventoryItem]) -> FastSet<&str> {
+    let mut counts: FastMap<&str, usize> = FastMap::default();
     for key in items.iter().filter_map(|i| i.operation_key.as_deref()) {
         *counts.entry(key).or_default() += 1;
     }
@@ -312,7 +312,7 @@ mod tests {
             }).collect();
             let once = normalize(items.clone());
             prop_assert_eq!(normalize(once.clone()), once.clone());
-            let set: HashSet<_> = items.iter().collect();
+            let set: std::collections::HashSet<_> = items.iter().collect();
             prop_assert_eq!(set.len(), once.len());
             // First-seen order.
             let mut expected = Vec::new();

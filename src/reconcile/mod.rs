@@ -5,6 +5,7 @@
 //! the phase statements in `sql/reconcile/`.
 
 pub mod inventory;
+pub mod pairing;
 pub mod summary;
 
 mod sql;

@@ -3,11 +3,12 @@
 //! transaction, and build the result row.
 
 use super::inventory::{parse_inventory, recovery_candidates, InventoryItem};
+use super::pairing;
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
 use crate::pg_types::{JsonbText, Name};
 use crate::shell::{check, existing_schema};
-use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
+use pgrx::datum::{Array, DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiTupleTable};
@@ -16,9 +17,10 @@ use std::time::Instant;
 
 const OVERLAP_GUARD: &str = include_str!("../../sql/reconcile/overlap_guard.sql");
 const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../sql/reconcile/release_terminal_capacity.sql");
-const RESERVED_OWNED: &str = include_str!("../../sql/reconcile/reserved_owned.sql");
+const RESERVED_LABELS: &str = include_str!("../../sql/reconcile/reserved_labels.sql");
 const RECOVER_RESERVED: &str = include_str!("../../sql/reconcile/recover_reserved.sql");
-const PLAN: &str = include_str!("../../sql/reconcile/plan.sql");
+const LEDGER_ROWS: &str = include_str!("../../sql/reconcile/ledger_rows.sql");
+const ABSENT_OPERATIONS: &str = include_str!("../../sql/reconcile/absent_operations.sql");
 const SEED_CAPACITY: &str = include_str!("../../sql/reconcile/seed_capacity.sql");
 const MARK_ABSENT: &str = include_str!("../../sql/reconcile/mark_absent.sql");
 const RECORD_RUN: &str = include_str!("../../sql/reconcile/record_run.sql");
@@ -73,9 +75,9 @@ fn reconcile_daytona(
 ) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
     let request = validate(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema);
     let summary = Spi::connect_mut(|client| {
-        let previous = settings(client, ["off", "on", "on"]);
+        let previous = jit(client, "off");
         let summary = run(client, &request);
-        settings(client, previous.each_ref().map(String::as_str));
+        jit(client, &previous);
         summary
     });
     result_row(&summary)
@@ -100,21 +102,10 @@ fn execute<'conn>(client: &mut SpiClient<'conn>, sql: &str, params: &[DatumWithO
     (table, started.elapsed().as_secs_f64() * 1000.0)
 }
 
-/// Set (jit, enable_nestloop, enable_mergejoin) for this transaction; returns the old values.
-fn settings(client: &mut SpiClient, values: [&str; 3]) -> [String; 3] {
-    let (table, _) = execute(client, SETTINGS, &[values[0].into(), values[1].into(), values[2].into()]);
-    let table = table.first();
-    [1, 2, 3].map(|c| table.get::<String>(c).ok().flatten().unwrap_or_else(|| "on".into()))
-}
-
-/// Hash joins only, for the statements that join the whole inventory ...
-fn hash_joins(client: &mut SpiClient) {
-    settings(client, ["off", "off", "off"]);
-}
-
-/// ... and back for the small, index-friendly ones.
-fn any_joins(client: &mut SpiClient) {
-    settings(client, ["off", "on", "on"]);
+/// Set `jit` for this transaction; returns the value it replaces.
+fn jit(client: &mut SpiClient, value: &str) -> String {
+    let (table, _) = execute(client, SETTINGS, &[value.into()]);
+    table.first().get::<String>(1).ok().flatten().unwrap_or_else(|| "on".into())
 }
 
 fn count(table: &SpiTupleTable, column: usize) -> i64 {
@@ -144,32 +135,18 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         summary.measured(Phase::ReleaseTerminalCapacity, ms, summary.released_terminal_leases);
     }
 
-    let sandbox_ids: Vec<Option<&str>> = items.iter().map(|i| Some(i.sandbox_id.as_str())).collect();
-    let routing_domains: Vec<Option<&str>> = items.iter().map(|i| i.routing_domain.as_deref()).collect();
-    let operation_keys: Vec<Option<&str>> = items.iter().map(|i| i.operation_key.as_deref()).collect();
-
     // Items owned by a reserved create's unique operation label.
-    let mut owned = vec![false; items.len()];
-    let mut reserved_rows = 0;
+    let mut ownership = pairing::Ownership { owned: vec![false; items.len()], reserved_rows: 0 };
     if !items.is_empty() {
-        let (table, ms) = execute(
-            client,
-            &ledger.sql(RESERVED_OWNED),
-            &[operation_keys.into()],
-        );
-        let table = table.first();
-        reserved_rows = count(&table, 1);
-        summary.measured(Phase::RecoverReservedOperations, ms, reserved_rows);
-        let unique = super::inventory::unique_operation_keys(items);
-        for ordinal in table.get::<Vec<i64>>(2).ok().flatten().unwrap_or_default() {
-            let index = (ordinal - 1) as usize;
-            if items[index].operation_key.as_deref().is_some_and(|k| unique.contains(k)) {
-                owned[index] = true;
-            }
-        }
+        let started = Instant::now();
+        let (table, _) = execute(client, &ledger.sql(RESERVED_LABELS), &[]);
+        let labels = table.first().get::<Array<&str>>(1).ok().flatten();
+        let labels: Vec<&str> = labels.iter().flat_map(|a| a.iter().flatten()).collect();
+        ownership = pairing::ownership(items, &labels);
+        summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), ownership.reserved_rows);
     }
 
-    if !request.dry_run && reserved_rows > 0 {
+    if !request.dry_run && ownership.reserved_rows > 0 {
         let candidates = recovery_candidates(items);
         let (table, ms) = execute(
             client,
@@ -180,31 +157,27 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         summary.measured(Phase::RecoverReservedOperations, ms, summary.recovered_reserved_operations);
     }
 
-    // Match, fail-closed check, absent candidates and capacity inspection:
-    // all reads, one statement, one snapshot. The application measures them
-    // as separate statements; their diagnostics keep its phases and row
-    // counts, and the statement's time goes to the first one reported.
-    hash_joins(client);
-    let plan = execute(
-        client,
-        &ledger.sql(PLAN),
-        &[
-            sandbox_ids.as_slice().into(),
-            routing_domains.as_slice().into(),
-            owned.into(),
-            request.captured_at.into(),
-            request.minimum_age.into(),
-            (request.batch_size as i64 + 1).into(),
-        ],
-    );
-    any_joins(client);
-    let (table, mut plan_ms) = plan;
+    // Match: the ledger's operations, leases and terminal cleanups in one
+    // read (one snapshot), paired with the inventory in Rust.
+    let started = Instant::now();
+    let (table, _) = execute(client, &ledger.sql(LEDGER_ROWS), &[]);
     let table = table.first();
-    let mut take_ms = || std::mem::replace(&mut plan_ms, 0.0);
+    let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
+    let (keys, sandbox_ids, routing_domains) = (column(1), column(2), column(3));
+    let live = table.get::<Array<bool>>(4).ok().flatten();
+    let (lease_ids, lease_domains, terminal_ids, terminal_domains) = (column(5), column(6), column(7), column(8));
+    let operations = pairing::Operations {
+        operation_keys: texts(&keys).into_iter().map(|k| k.unwrap_or_default()).collect(),
+        sandbox_ids: texts(&sandbox_ids),
+        routing_domains: texts(&routing_domains),
+        live: live.iter().flat_map(|a| a.iter().map(|v| v.unwrap_or(false))).collect(),
+    };
+    let pairs = pairing::pair(items, &ownership.owned, &operations);
     if !items.is_empty() {
-        summary.matched_live_sandboxes = count(&table, 1);
-        summary.unmatched_provider_sandbox_ids = table.get::<Vec<String>>(2).ok().flatten().unwrap_or_default();
-        summary.measured(Phase::MatchProviderInventory, take_ms(), summary.matched_live_sandboxes);
+        summary.matched_live_sandboxes = pairs.pairs.len() as i64;
+        summary.unmatched_provider_sandbox_ids =
+            pairs.unmatched.iter().map(|&i| items[i].sandbox_id.clone()).collect();
+        summary.measured(Phase::MatchProviderInventory, elapsed_ms(started), summary.matched_live_sandboxes);
     }
 
     // Fail closed: a listed sandbox nobody owns cannot be assigned to an
@@ -215,16 +188,37 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         return summary;
     }
 
-    let found = count(&table, 3);
-    summary.measured(Phase::FindAbsentOperations, take_ms(), found);
-    let absent = AbsentRows::from_plan(&table, request.batch_size as usize);
+    let lone: Vec<&str> = pairs.lone_live.iter().map(|&i| operations.operation_keys[i]).collect();
+    let (table, ms) = execute(
+        client,
+        &ledger.sql(ABSENT_OPERATIONS),
+        &[
+            lone.into(),
+            request.captured_at.into(),
+            request.minimum_age.into(),
+            (request.batch_size as i64 + 1).into(),
+        ],
+    );
+    let table = table.first();
+    let found = count(&table, 1);
+    summary.measured(Phase::FindAbsentOperations, ms, found);
+    let absent = AbsentRows::from_table(&table, request.batch_size as usize);
     summary.has_more_absent_ledger_rows = found > request.batch_size as i64;
     summary.absent_ledger_rows = absent.sandbox_ids.len() as i64;
 
+    let mut seed_keys = Vec::new();
     if summary.matched_live_sandboxes > 0 {
-        summary.measured(Phase::InspectCapacityBindings, take_ms(), count(&table, 9));
-        summary.measured(Phase::InspectCapacityBindings, take_ms(), count(&table, 10));
-        summary.live_leases_to_seed = count(&table, 11);
+        let started = Instant::now();
+        let leases = pairing::Identities { sandbox_ids: texts(&lease_ids), routing_domains: texts(&lease_domains) };
+        let terminal =
+            pairing::Identities { sandbox_ids: texts(&terminal_ids), routing_domains: texts(&terminal_domains) };
+        let inspection = pairing::inspect(&pairs, &operations, &leases, &terminal);
+        // The application inspects leases and terminal cleanups in two
+        // statements; both counts are reported, the time goes to the first.
+        summary.measured(Phase::InspectCapacityBindings, elapsed_ms(started), inspection.lease_identities);
+        summary.measured(Phase::InspectCapacityBindings, 0.0, inspection.terminal_identities);
+        summary.live_leases_to_seed = inspection.to_seed;
+        seed_keys = inspection.seed_operations.iter().map(|&i| operations.operation_keys[i]).collect();
     }
 
     if request.dry_run {
@@ -232,12 +226,7 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     }
 
     if summary.live_leases_to_seed > 0 {
-        let text = |c: usize| table.get::<Vec<Option<String>>>(c).ok().flatten().unwrap_or_default();
-        let (seeded, ms) = execute(
-            client,
-            &ledger.sql(SEED_CAPACITY),
-            &[text(12).into(), text(13).into(), text(14).into(), text(15).into(), text(16).into()],
-        );
+        let (seeded, ms) = execute(client, &ledger.sql(SEED_CAPACITY), &[seed_keys.into()]);
         summary.seeded_leases = count(&seeded.first(), 1);
         summary.measured(Phase::SeedCapacityBindings, ms, summary.seeded_leases);
     }
@@ -268,7 +257,16 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     summary
 }
 
-/// The absent operations plan.sql returned, oldest first, cut to the batch.
+/// A text[] column as borrowed strings (NULL array: no rows).
+fn texts<'a>(array: &'a Option<Array<'_, &str>>) -> Vec<Option<&'a str>> {
+    array.iter().flat_map(|a| a.iter()).collect()
+}
+
+fn elapsed_ms(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1000.0
+}
+
+/// The absent operations absent_operations.sql returned, oldest first, cut to the batch.
 struct AbsentRows {
     sandbox_ids: Vec<Option<String>>,
     run_ids: Vec<Option<String>>,
@@ -278,15 +276,15 @@ struct AbsentRows {
 }
 
 impl AbsentRows {
-    fn from_plan(table: &SpiTupleTable, batch_size: usize) -> Self {
+    fn from_table(table: &SpiTupleTable, batch_size: usize) -> Self {
         let text = |c: usize| {
             let mut values = table.get::<Vec<Option<String>>>(c).ok().flatten().unwrap_or_default();
             values.truncate(batch_size);
             values
         };
-        let mut attempts = table.get::<Vec<Option<i32>>>(6).ok().flatten().unwrap_or_default();
+        let mut attempts = table.get::<Vec<Option<i32>>>(4).ok().flatten().unwrap_or_default();
         attempts.truncate(batch_size);
-        Self { sandbox_ids: text(4), run_ids: text(5), attempts, environments: text(7), routing_domains: text(8) }
+        Self { sandbox_ids: text(2), run_ids: text(3), attempts, environments: text(5), routing_domains: text(6) }
     }
 }
 

@@ -1,0 +1,33 @@
+-- Absent candidates among the live operations the inventory does not list
+-- ($1: their operation keys, found by Rust): production, without a deleted
+-- cleanup row, recorded at or before the capture ($2) and older than the
+-- minimum age ($3; a point-in-time observation never classifies a newer
+-- resource as absent). Oldest first, at most $4 (= batch size + 1, to know
+-- whether more follow). The filters are the application's, re-checked here
+-- on the current rows; keys arrive by primary key.
+WITH absent AS (
+    SELECT operation.sandbox_id, operation.run_id, operation.attempt, operation.environment,
+           operation.routing_domain, operation.provider_created_at, operation.operation_key
+    FROM @ledger@.runtime_sandbox_operations AS operation
+    WHERE operation.operation_key = ANY ($1::text[])
+      AND operation.provider = 'daytona'
+      AND operation.environment = 'production'
+      AND operation.state = 'live'
+      AND NOT EXISTS (
+          SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
+          WHERE existing.provider = 'daytona'
+            AND existing.sandbox_id = operation.sandbox_id
+            AND existing.routing_domain IS NOT DISTINCT FROM operation.routing_domain
+            AND existing.status = 'deleted')
+      AND operation.provider_created_at <= $2
+      AND operation.provider_created_at <= clock_timestamp() - $3
+    ORDER BY operation.provider_created_at, operation.operation_key
+    LIMIT $4
+)
+SELECT count(*),
+       array_agg(sandbox_id ORDER BY provider_created_at, operation_key),
+       array_agg(run_id ORDER BY provider_created_at, operation_key),
+       array_agg(attempt ORDER BY provider_created_at, operation_key),
+       array_agg(environment ORDER BY provider_created_at, operation_key),
+       array_agg(routing_domain ORDER BY provider_created_at, operation_key)
+FROM absent

@@ -1,0 +1,14 @@
+-- The operation labels of reserved production Daytona creates that still
+-- hold an open capacity lease: the creates an inventory item may recover by
+-- its label. One element per create (a label repeats when several creates
+-- carry it); Rust pairs them with the items, so the inventory is never
+-- re-read per item.
+SELECT coalesce(array_agg(operation.provider_operation_token), '{}')
+FROM @ledger@.runtime_sandbox_operations AS operation
+JOIN @ledger@.runtime_sandbox_capacity_leases AS lease
+  ON lease.lease_id = operation.operation_key
+WHERE operation.provider = 'daytona'
+  AND operation.environment = 'production'
+  AND operation.state = 'reserved'
+  AND operation.provider_operation_token IS NOT NULL
+  AND lease.released_at IS NULL

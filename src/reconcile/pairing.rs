@@ -1,0 +1,367 @@
+//! The reconciliation's decisions over rows already read from the ledger:
+//! which items own a reserved create, which items and operations pair up,
+//! which live operations the inventory no longer lists, and which matched
+//! sandboxes need a capacity lease. Pure: the SQL shell reads the ledger once
+//! (a handful of columns as arrays) and hands the slices here.
+//!
+//! Every comparison is the SQL one the application makes: text equality
+//! (bytewise, as in any deterministic collation), `IS NOT DISTINCT FROM` for
+//! routing domains where the application uses it, and `coalesce(x, '')` where
+//! its JavaScript keys do.
+
+use super::inventory::{unique_operation_keys, InventoryItem};
+use crate::fast_hash::{FastMap, FastSet};
+
+fn set_with_capacity<K>(capacity: usize) -> FastSet<K> {
+    FastSet::with_capacity_and_hasher(capacity, Default::default())
+}
+
+/// Live and deleting production Daytona operations, column by column.
+#[derive(Debug, Default, Clone)]
+pub struct Operations<'a> {
+    pub operation_keys: Vec<&'a str>,
+    pub sandbox_ids: Vec<Option<&'a str>>,
+    pub routing_domains: Vec<Option<&'a str>>,
+    /// `state = 'live'` (otherwise `deleting`).
+    pub live: Vec<bool>,
+}
+
+impl Operations<'_> {
+    pub fn len(&self) -> usize {
+        self.operation_keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.operation_keys.is_empty()
+    }
+}
+
+/// (sandbox_id, routing_domain) rows: Daytona capacity leases, or durably
+/// deleted Daytona cleanups.
+#[derive(Debug, Default, Clone)]
+pub struct Identities<'a> {
+    pub sandbox_ids: Vec<Option<&'a str>>,
+    pub routing_domains: Vec<Option<&'a str>>,
+}
+
+/// Items owned by the unique operation label of a reserved create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    pub owned: Vec<bool>,
+    /// (item, reserved operation) pairs by label, as the application counts
+    /// its lookup rows: every item, unique label or not.
+    pub reserved_rows: i64,
+}
+
+/// `reserved_labels` holds one label per reserved production create with an
+/// open lease (a label repeats when several creates carry it).
+pub fn ownership(items: &[InventoryItem], reserved_labels: &[&str]) -> Ownership {
+    let mut creates: FastMap<&str, i64> = FastMap::with_capacity_and_hasher(reserved_labels.len(), Default::default());
+    for label in reserved_labels {
+        *creates.entry(label).or_default() += 1;
+    }
+    let unique = unique_operation_keys(items);
+    let mut reserved_rows = 0;
+    let owned = items
+        .iter()
+        .map(|item| {
+            let Some(label) = item.operation_key.as_deref() else { return false };
+            let Some(&count) = creates.get(label) else { return false };
+            reserved_rows += count;
+            unique.contains(label)
+        })
+        .collect();
+    Ownership { owned, reserved_rows }
+}
+
+/// The inventory paired with the operations by identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pairing {
+    /// (item index, operation index): a matched sandbox, one per pair as the
+    /// application counts them, in inventory order.
+    pub pairs: Vec<(usize, usize)>,
+    /// Items no operation matched and no reserved create owns, in inventory order.
+    pub unmatched: Vec<usize>,
+    /// Live operations no item matched, in ledger read order.
+    pub lone_live: Vec<usize>,
+}
+
+/// Pair items and operations: same sandbox id and `routing_domain IS NOT
+/// DISTINCT FROM`. An operation without a sandbox id matches nothing.
+pub fn pair(items: &[InventoryItem], owned: &[bool], operations: &Operations) -> Pairing {
+    const NONE: usize = usize::MAX;
+    // identity -> first operation; `next` chains further operations with the
+    // same identity (a schema without the unique identity key may have them).
+    let mut first: FastMap<(&str, Option<&str>), usize> =
+        FastMap::with_capacity_and_hasher(operations.len(), Default::default());
+    let mut next = vec![NONE; operations.len()];
+    for index in (0..operations.len()).rev() {
+        if let Some(sandbox_id) = operations.sandbox_ids[index] {
+            let key = (sandbox_id, operations.routing_domains[index]);
+            if let Some(previous) = first.insert(key, index) {
+                next[index] = previous;
+            }
+        }
+    }
+    let mut paired = vec![false; operations.len()];
+    let mut pairs = Vec::with_capacity(items.len());
+    let mut unmatched = Vec::new();
+    for (item_index, item) in items.iter().enumerate() {
+        let mut operation = first.get(&(item.sandbox_id.as_str(), item.routing_domain.as_deref())).copied().unwrap_or(NONE);
+        if operation == NONE && !owned[item_index] {
+            unmatched.push(item_index);
+        }
+        while operation != NONE {
+            pairs.push((item_index, operation));
+            paired[operation] = true;
+            operation = next[operation];
+        }
+    }
+    let lone_live = (0..operations.len()).filter(|&i| operations.live[i] && !paired[i]).collect();
+    Pairing { pairs, unmatched, lone_live }
+}
+
+/// What the capacity inspection finds for the matched sandboxes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// Distinct (sandbox_id, routing_domain) of leases on a matched sandbox id.
+    pub lease_identities: i64,
+    /// Distinct (sandbox_id, routing_domain) of terminal cleanups on a matched sandbox id.
+    pub terminal_identities: i64,
+    /// Matched pairs with neither a lease nor a terminal cleanup for their
+    /// identity (routing domains compared as `coalesce(x, '')`).
+    pub to_seed: i64,
+    /// The operations those pairs name, each once, first-seen order.
+    pub seed_operations: Vec<usize>,
+}
+
+/// Distinct identities on `ids`, and the same identities with NULL routing
+/// domains as ''.
+fn identities_on<'a>(rows: &Identities<'a>, ids: &FastSet<&str>) -> (i64, FastSet<(&'a str, &'a str)>) {
+    let mut distinct = set_with_capacity(ids.len());
+    let mut coalesced = set_with_capacity(ids.len());
+    for (sandbox_id, routing_domain) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
+        let Some(sandbox_id) = *sandbox_id else { continue };
+        if ids.contains(sandbox_id) && distinct.insert((sandbox_id, *routing_domain)) {
+            coalesced.insert((sandbox_id, routing_domain.unwrap_or("")));
+        }
+    }
+    (distinct.len() as i64, coalesced)
+}
+
+pub fn inspect(pairing: &Pairing, operations: &Operations, leases: &Identities, terminal: &Identities) -> Inspection {
+    let mut matched_ids = set_with_capacity(pairing.pairs.len());
+    for &(_, operation) in &pairing.pairs {
+        matched_ids.extend(operations.sandbox_ids[operation]);
+    }
+    let (lease_identities, leased) = identities_on(leases, &matched_ids);
+    let (terminal_identities, terminated) = identities_on(terminal, &matched_ids);
+    let mut to_seed = 0;
+    let mut seed_operations = Vec::new();
+    let mut seen = set_with_capacity(0);
+    for &(_, operation) in &pairing.pairs {
+        // Paired operations always have a sandbox id.
+        let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
+        let identity = (sandbox_id, operations.routing_domains[operation].unwrap_or(""));
+        if leased.contains(&identity) || terminated.contains(&identity) {
+            continue;
+        }
+        to_seed += 1;
+        if seen.insert(operation) {
+            seed_operations.push(operation);
+        }
+    }
+    Inspection { lease_identities, terminal_identities, to_seed, seed_operations }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {
+        InventoryItem {
+            sandbox_id: sandbox.into(),
+            routing_domain: domain.map(Into::into),
+            operation_key: key.map(Into::into),
+        }
+    }
+
+    fn operations<'a>(rows: &[(&'a str, Option<&'a str>, Option<&'a str>, bool)]) -> Operations<'a> {
+        Operations {
+            operation_keys: rows.iter().map(|r| r.0).collect(),
+            sandbox_ids: rows.iter().map(|r| r.1).collect(),
+            routing_domains: rows.iter().map(|r| r.2).collect(),
+            live: rows.iter().map(|r| r.3).collect(),
+        }
+    }
+
+    fn identities<'a>(rows: &[(Option<&'a str>, Option<&'a str>)]) -> Identities<'a> {
+        Identities {
+            sandbox_ids: rows.iter().map(|r| r.0).collect(),
+            routing_domains: rows.iter().map(|r| r.1).collect(),
+        }
+    }
+
+    #[test]
+    fn routing_domains_pair_not_distinct() {
+        let items = [item("a", None, None), item("b", Some("eu"), None), item("c", None, None), item("d", None, None)];
+        let ops = operations(&[
+            ("op-a", Some("a"), None, true),
+            ("op-b", Some("b"), Some("eu"), false),
+            // '' is not NULL: item c (NULL) does not match it.
+            ("op-c", Some("c"), Some(""), true),
+            ("op-x", None, None, true),
+            ("op-d", Some("d"), Some("us"), true),
+        ]);
+        let pairing = pair(&items, &[false; 4], &ops);
+        assert_eq!(pairing.pairs, vec![(0, 0), (1, 1)]);
+        assert_eq!(pairing.unmatched, vec![2, 3]);
+        // Deleting op-b is never lone-live; an operation without a sandbox id is.
+        assert_eq!(pairing.lone_live, vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn owned_items_are_not_unmatched_and_labels_count_every_item() {
+        let items = [
+            item("a", None, Some("k1")),
+            item("b", None, Some("k2")),
+            item("c", None, Some("k2")),
+            item("d", None, Some("k3")),
+        ];
+        // k1 is on two reserved creates, k2 on one, k3 on none.
+        let owner = ownership(&items, &["k1", "k2", "k1"]);
+        assert_eq!(owner.owned, vec![true, false, false, false]);
+        assert_eq!(owner.reserved_rows, 2 + 1 + 1);
+        let pairing = pair(&items, &owner.owned, &operations(&[]));
+        assert_eq!(pairing.unmatched, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn one_identity_under_two_labels_is_two_pairs_one_seed() {
+        let items = [item("a", None, Some("k1")), item("a", None, Some("k2"))];
+        let ops = operations(&[("op-a", Some("a"), None, true)]);
+        let pairing = pair(&items, &[false, false], &ops);
+        assert_eq!(pairing.pairs, vec![(0, 0), (1, 0)]);
+        let inspection = inspect(&pairing, &ops, &identities(&[]), &identities(&[]));
+        assert_eq!(inspection.to_seed, 2);
+        assert_eq!(inspection.seed_operations, vec![0]);
+    }
+
+    #[test]
+    fn inspection_counts_distinct_identities_on_matched_ids_only() {
+        let items = [item("a", None, None), item("b", Some("eu"), None), item("c", None, None)];
+        let ops = operations(&[
+            ("op-a", Some("a"), None, true),
+            ("op-b", Some("b"), Some("eu"), true),
+            ("op-c", Some("c"), None, false),
+        ]);
+        let leases = identities(&[
+            (Some("a"), None),
+            (Some("a"), None),       // duplicate identity: counted once
+            (Some("a"), Some("")),   // '' and NULL are distinct rows ...
+            (Some("b"), Some("us")), // other domain: counted, but b still needs a lease
+            (Some("z"), None),       // not a matched sandbox
+            (None, None),
+        ]);
+        let terminal = identities(&[(Some("c"), Some("")), (Some("y"), None)]);
+        let pairing = pair(&items, &[false; 3], &ops);
+        let inspection = inspect(&pairing, &ops, &leases, &terminal);
+        assert_eq!(inspection.lease_identities, 3);
+        assert_eq!(inspection.terminal_identities, 1);
+        // ... but the same key when deciding what to seed: a is leased, c is
+        // terminal ('' = NULL there), b needs a lease.
+        assert_eq!(inspection.to_seed, 1);
+        assert_eq!(inspection.seed_operations, vec![1]);
+    }
+
+    /// The SQL the application runs, restated naively (nested loops over the
+    /// rows): the fast paths above must agree with it on any ledger.
+    fn naive(
+        items: &[InventoryItem],
+        owned: &[bool],
+        ops: &Operations,
+        leases: &Identities,
+        terminal: &Identities,
+    ) -> (Pairing, Inspection) {
+        let mut pairs = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            for j in 0..ops.len() {
+                if ops.sandbox_ids[j] == Some(it.sandbox_id.as_str()) && ops.routing_domains[j] == it.routing_domain.as_deref() {
+                    pairs.push((i, j));
+                }
+            }
+        }
+        let unmatched = (0..items.len()).filter(|&i| !owned[i] && !pairs.iter().any(|p| p.0 == i)).collect();
+        let lone_live = (0..ops.len()).filter(|&j| ops.live[j] && !pairs.iter().any(|p| p.1 == j)).collect();
+        let ids: Vec<&str> = pairs.iter().map(|p| ops.sandbox_ids[p.1].unwrap()).collect();
+        fn distinct<'a>(rows: &Identities<'a>, ids: &[&str]) -> Vec<(&'a str, Option<&'a str>)> {
+            let mut seen: Vec<(&str, Option<&str>)> = Vec::new();
+            for (s, d) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
+                if let Some(s) = s {
+                    if ids.contains(s) && !seen.contains(&(*s, *d)) {
+                        seen.push((*s, *d));
+                    }
+                }
+            }
+            seen
+        }
+        let (leased, terminated) = (distinct(leases, &ids), distinct(terminal, &ids));
+        let covered = |rows: &Vec<(&str, Option<&str>)>, s: &str, d: Option<&str>| {
+            rows.iter().any(|r| r.0 == s && r.1.unwrap_or("") == d.unwrap_or(""))
+        };
+        let mut to_seed = 0;
+        let mut seed_operations = Vec::new();
+        for &(_, j) in &pairs {
+            let (s, d) = (ops.sandbox_ids[j].unwrap(), ops.routing_domains[j]);
+            if !covered(&leased, s, d) && !covered(&terminated, s, d) {
+                to_seed += 1;
+                if !seed_operations.contains(&j) {
+                    seed_operations.push(j);
+                }
+            }
+        }
+        let inspection = Inspection {
+            lease_identities: leased.len() as i64,
+            terminal_identities: terminated.len() as i64,
+            to_seed,
+            seed_operations,
+        };
+        (Pairing { pairs, unmatched, lone_live }, inspection)
+    }
+
+    const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+    const DOMAINS: [Option<&str>; 3] = [None, Some(""), Some("eu")];
+
+    proptest! {
+        #[test]
+        fn agrees_with_the_naive_sql(
+            raw_items in proptest::collection::vec((0usize..4, 0usize..3, any::<bool>()), 0..12),
+            raw_ops in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3, any::<bool>()), 0..12),
+            raw_leases in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3), 0..12),
+            raw_terminal in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3), 0..6),
+        ) {
+            // Items never carry '' (normalization makes blanks NULL).
+            let items: Vec<InventoryItem> = raw_items.iter()
+                .map(|&(s, d, _)| item(NAMES[s], if d == 1 { None } else { DOMAINS[d] }, None)).collect();
+            let owned: Vec<bool> = raw_items.iter().map(|r| r.2).collect();
+            let keys: Vec<String> = (0..raw_ops.len()).map(|i| format!("op-{i}")).collect();
+            let ops = Operations {
+                operation_keys: keys.iter().map(String::as_str).collect(),
+                sandbox_ids: raw_ops.iter().map(|r| r.0.map(|s| NAMES[s])).collect(),
+                routing_domains: raw_ops.iter().map(|r| DOMAINS[r.1]).collect(),
+                live: raw_ops.iter().map(|r| r.2).collect(),
+            };
+            let rows = |raw: &Vec<(Option<usize>, usize)>| Identities {
+                sandbox_ids: raw.iter().map(|r| r.0.map(|s| NAMES[s])).collect(),
+                routing_domains: raw.iter().map(|r| DOMAINS[r.1]).collect(),
+            };
+            let (leases, terminal) = (rows(&raw_leases), rows(&raw_terminal));
+            let pairing = pair(&items, &owned, &ops);
+            let inspection = inspect(&pairing, &ops, &leases, &terminal);
+            let (expected_pairing, expected_inspection) = naive(&items, &owned, &ops, &leases, &terminal);
+            prop_assert_eq!(pairing, expected_pairing);
+            prop_assert_eq!(inspection, expected_inspection);
+        }
+    }
+}
