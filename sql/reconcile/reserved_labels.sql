@@ -2,13 +2,15 @@
 -- hold an open capacity lease: the creates an inventory item may recover by
 -- its label. One element per create (a label repeats when several creates
 -- carry it); Rust pairs them with the items, so the inventory is never
--- re-read per item.
+-- re-read per item. The lease is looked up per create by primary key (a
+-- subquery, not a join: reserved creates are few, and a join would hash the
+-- whole lease table for them).
 SELECT coalesce(array_agg(operation.provider_operation_token), '{}')
 FROM @ledger@.runtime_sandbox_operations AS operation
-JOIN @ledger@.runtime_sandbox_capacity_leases AS lease
-  ON lease.lease_id = operation.operation_key
 WHERE operation.provider = 'daytona'
   AND operation.environment = 'production'
   AND operation.state = 'reserved'
   AND operation.provider_operation_token IS NOT NULL
-  AND lease.released_at IS NULL
+  AND (SELECT lease.released_at IS NULL
+       FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+       WHERE lease.lease_id = operation.operation_key)

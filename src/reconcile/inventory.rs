@@ -3,6 +3,7 @@
 //! become NULL, duplicates of one identity collapse in first-seen order).
 
 use crate::args::{json_kind, ArgError};
+use crate::stock::json;
 use serde::Deserialize;
 use serde_json::Value;
 use crate::fast_hash::{FastMap, FastSet};
@@ -123,6 +124,53 @@ pub fn parse_inventory(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
         }
         _ => parse_inventory_checked(json),
     }
+}
+
+/// Read the `inventory` argument from jsonb's binary form (no `jsonb_out`, no
+/// text parse): the same items and the same errors as [`parse_inventory`]
+/// on the text PostgreSQL would print for it.
+pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgError> {
+    let value = crate::stock::jsonb_binary::decode(payload)
+        .map_err(|e| ArgError::new("inventory", format!("could not be read: {e}")))?;
+    inventory_from_value(&value)
+}
+
+/// The checked rules of [`parse_inventory_checked`] over a decoded document.
+pub fn inventory_from_value(value: &json::Value) -> Result<Vec<InventoryItem>, ArgError> {
+    let json::Value::Array(elements) = value else {
+        return Err(ArgError::new("inventory", format!("must be a JSON array, got {}", value.kind())));
+    };
+    fn optional<'v>(index: usize, element: &'v json::Value, key: &str) -> Result<Option<&'v str>, ArgError> {
+        match element.member(key) {
+            None | Some(json::Value::Null) => Ok(None),
+            Some(json::Value::String(s)) => Ok(blank_is_null(Some(s))),
+            Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", other.kind()))),
+        }
+    }
+    let mut seen = FastSet::with_capacity_and_hasher(elements.len(), Default::default());
+    let mut items = Vec::with_capacity(elements.len());
+    for (index, element) in elements.iter().enumerate() {
+        if !matches!(element, json::Value::Object(_)) {
+            return Err(item_error(index, format!("must be an object, got {}", element.kind())));
+        }
+        let sandbox_id = match element.member("sandboxId") {
+            Some(json::Value::String(s)) => js_trim(s),
+            None => return Err(item_error(index, "sandboxId is required")),
+            Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", other.kind()))),
+        };
+        if sandbox_id.is_empty() {
+            return Err(item_error(index, "sandboxId is blank"));
+        }
+        let key = (sandbox_id, optional(index, element, "routingDomain")?, optional(index, element, "operationKey")?);
+        if seen.insert(key) {
+            items.push(InventoryItem {
+                sandbox_id: key.0.to_owned(),
+                routing_domain: key.1.map(str::to_owned),
+                operation_key: key.2.map(str::to_owned),
+            });
+        }
+    }
+    Ok(items)
 }
 
 fn blank_is_null(value: Option<&str>) -> Option<&str> {
@@ -259,7 +307,9 @@ mod tests {
             (r#"[{"sandboxId":"a","routingDomain":[]}]"#, "element 0: routingDomain must be a string or null"),
         ];
         for (json, expected) in cases {
+            let decoded = inventory_from_value(&json::parse(json).unwrap()).unwrap_err();
             let err = parse_inventory(json).unwrap_err();
+            assert_eq!(decoded, err, "{json}");
             assert_eq!(err.argument, "inventory");
             assert!(err.reason.contains(expected), "{json}: {err}");
         }
@@ -300,6 +350,27 @@ mod tests {
             prop_assert_eq!(parse_inventory(&json), parse_inventory_checked(&json));
         }
 
+
+        /// The decoded-document path (what reads jsonb's binary form) agrees
+        /// with the text path, items and errors alike.
+        #[test]
+        fn decoded_and_text_paths_agree(
+            raw in proptest::collection::vec((
+                prop_oneof![Just(serde_json::json!(null)), Just(serde_json::json!(3)), "[ a-c\\t]{0,3}".prop_map(serde_json::Value::from)],
+                prop_oneof![Just(serde_json::json!(null)), Just(serde_json::json!([])), "[ a-b]{0,2}".prop_map(serde_json::Value::from)],
+                proptest::option::of("[ k]{0,2}"),
+                any::<bool>(),
+            ), 0..20)
+        ) {
+            let elements: Vec<serde_json::Value> = raw.iter().map(|(s, d, k, object)| if *object {
+                serde_json::json!({"sandboxId": s, "routingDomain": d, "operationKey": k, "n": 1.5})
+            } else {
+                serde_json::json!([s])
+            }).collect();
+            let text = serde_json::to_string(&elements).unwrap();
+            let decoded = json::parse(&text).unwrap();
+            prop_assert_eq!(inventory_from_value(&decoded), parse_inventory(&text));
+        }
 
         #[test]
         fn normalization_is_idempotent_and_keeps_every_identity(

@@ -2,11 +2,11 @@
 //! in `sql/reconcile/` in the application's order, inside the caller's one
 //! transaction, and build the result row.
 
-use super::inventory::{parse_inventory, recovery_candidates, InventoryItem};
+use super::inventory::{parse_inventory_jsonb, recovery_candidates, InventoryItem};
 use super::pairing;
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
-use crate::pg_types::{JsonbText, Name};
+use crate::pg_types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema};
 use pgrx::datum::{Array, DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::heap_tuple::PgHeapTuple;
@@ -42,7 +42,7 @@ struct Request {
 
 /// Validate every argument before anything runs; each error names its argument.
 fn validate(
-    inventory: Option<JsonbText>,
+    inventory: Option<JsonbBytes>,
     inventory_captured_at: Option<TimestampWithTimeZone>,
     dry_run: Option<bool>,
     batch_size: Option<i32>,
@@ -50,7 +50,7 @@ fn validate(
     ledger_schema: Option<Name>,
 ) -> Request {
     let inventory = check(summary::required("inventory", inventory));
-    let items = check(parse_inventory(&inventory.0));
+    let items = check(parse_inventory_jsonb(inventory.as_bytes()));
     let batch_size = check(args::batch_size(check(summary::required("batch_size", batch_size))));
     let captured_at = check(summary::required("inventory_captured_at", inventory_captured_at));
     check(summary::captured_at(pg_sys::TimestampTz::from(captured_at)));
@@ -66,7 +66,7 @@ fn validate(
 #[pg_extern(volatile, parallel_unsafe, requires = ["reconcile_types"])]
 #[search_path(pg_catalog, pg_temp)]
 fn reconcile_daytona(
-    inventory: Option<JsonbText>,
+    inventory: Option<JsonbBytes>,
     inventory_captured_at: Option<TimestampWithTimeZone>,
     dry_run: Option<bool>,
     batch_size: default!(Option<i32>, 500),

@@ -647,3 +647,36 @@ fn reconcile_rejects_every_bad_input_and_writes_nothing() {
     assert_eq!(text(&format!("SELECT pg_temp.try_reconcile($a${ok}$a$)")).as_deref(), Some("ok"));
     assert_ne!(l.checksum(), before);
 }
+
+#[pg_test]
+fn reconcile_reads_the_inventory_from_jsonb_binary_like_its_text() {
+    // The inventory is read from jsonb's binary form: padded, escaped and
+    // non-ASCII strings, duplicate keys (the last wins), extra members of any
+    // kind, and a document large enough to be stored compressed and out of line.
+    let l = Ledger::new("rc_binary");
+    l.op("k1", "live", Some("sb-\u{e9}\"q"), Some("org-\u{fc}"), None, "1 hour");
+    l.op("k2", "live", Some("sb-2"), None, None, "1 hour");
+    l.op("k3", "live", Some("sb-3"), None, None, "1 hour");
+    run("INSERT INTO rc_binary.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+         SELECT 'bulk-' || g, 'daytona', 'run-bulk', 1, 'org-1', 'bulk-' || g, 'live', now() - interval '1 hour'
+         FROM generate_series(1, 3000) AS g");
+    run(r#"CREATE TABLE rc_binary.inventory AS
+         SELECT (jsonb_build_array(
+                     '{"sandboxId": " sb-\u00e9\"q\t", "routingDomain": "org-\u00fc", "extra": {"n": [1, 2.5e3, null]}}'::jsonb,
+                     '{"sandboxId": "wrong", "sandboxId": "sb-2", "operationKey": "  "}'::jsonb,
+                     '{"sandboxId": "sb-2", "operationKey": null}'::jsonb)
+                 || (SELECT jsonb_agg(jsonb_build_object('sandboxId', 'bulk-' || g, 'seen', g)) FROM generate_series(1, 3000) AS g)
+                ) AS inventory"#);
+    assert!(int("SELECT pg_column_size(inventory) FROM rc_binary.inventory") < int("SELECT octet_length(inventory::text) FROM rc_binary.inventory"),
+            "the stored inventory is compressed");
+    let s: Value = serde_json::from_str(&text(
+        "SELECT to_jsonb(r)::text FROM rc_binary.inventory,
+                runtime_sandbox.reconcile_daytona(inventory, now(), true, ledger_schema => 'rc_binary') r",
+    ).unwrap()).unwrap();
+    // The two sb-2 elements normalize to one item; sb-3 is absent.
+    assert_eq!(s["provider_sandbox_count"], 3002);
+    assert_eq!(s["matched_live_sandboxes"], 3002);
+    assert_eq!(s["unmatched_provider_sandbox_ids"], json!([]));
+    assert_eq!(s["absent_ledger_rows"], 1);
+    assert_eq!(s["live_leases_to_seed"], 3002);
+}
