@@ -245,14 +245,6 @@ impl InventoryColumns {
     }
 }
 
-/// The items allowed to drive recovery: labelled, and the label unique.
-pub fn recovery_candidates(items: &[InventoryItem]) -> InventoryColumns {
-    let unique = unique_operation_keys(items);
-    InventoryColumns::from_items(
-        items.iter().filter(|i| i.operation_key.as_deref().is_some_and(|k| unique.contains(k))),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,19 +305,6 @@ mod tests {
             assert_eq!(err.argument, "inventory");
             assert!(err.reason.contains(expected), "{json}: {err}");
         }
-    }
-
-    #[test]
-    fn only_unique_labels_recover() {
-        let items = vec![
-            item("a", None, Some("k1")),
-            item("b", None, Some("k2")),
-            item("c", Some("eu"), Some("k2")),
-            item("d", None, None),
-        ];
-        let columns = recovery_candidates(&items);
-        assert_eq!(columns.sandbox_ids, vec![Some("a".to_string())]);
-        assert_eq!(columns.operation_keys, vec![Some("k1".to_string())]);
     }
 
     #[test]

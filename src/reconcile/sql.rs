@@ -2,7 +2,7 @@
 //! in `sql/reconcile/` in the application's order, inside the caller's one
 //! transaction, and build the result row.
 
-use super::inventory::{parse_inventory_jsonb, recovery_candidates, InventoryItem};
+use super::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
 use super::pairing;
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
@@ -147,7 +147,12 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     }
 
     if !request.dry_run && ownership.reserved_rows > 0 {
-        let candidates = recovery_candidates(items);
+        // Only the owned items can recover (a unique label and a reserved
+        // create holding an open lease): the statement re-checks both, but
+        // needs to see only these few, not the whole inventory.
+        let candidates = InventoryColumns::from_items(
+            items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
+        );
         let (table, ms) = execute(
             client,
             &ledger.sql(RECOVER_RESERVED),
