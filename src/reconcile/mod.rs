@@ -1,8 +1,10 @@
 //! Reconciliation of a provider inventory (Daytona) against the sandbox ledger.
 //!
-//! `inventory` and `summary` are the pure core (parsing, normalization, the
-//! argument rules, the result shape); `sql` is the thin SPI shell that runs
-//! the phase statements in `sql/reconcile/`.
+//! `inventory`, `pairing` and `summary` are the pure core (parsing and
+//! normalization; ownership by label, the match, the lone live operations and
+//! the capacity inspection over rows read from the ledger; the argument rules
+//! and the result shape); `sql` is the thin SPI shell that reads the ledger and
+//! runs the phase statements in `sql/reconcile/`.
 
 pub mod inventory;
 pub mod pairing;
