@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the seed's TypeScript beside the extension on random twin ledgers.
-# Usage: bench/reconcile/parity.sh PORT [rounds] [rng seed]
+# Usage: bench/reconcile/parity.sh PORT [rounds] [rng seed]   (PARITY_CALM=1: fewer fail-closed rounds)
 # Needs node 20 and the npm registry once (pg, tsx into a scratch directory),
 # the seed in ../shared/seeds, and the extension installed in the cluster on PORT.
 set -euo pipefail
