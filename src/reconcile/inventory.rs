@@ -2,11 +2,9 @@
 //! and normalized exactly as the application does (trim, blank optionals
 //! become NULL, duplicates of one identity collapse in first-seen order).
 
-use crate::args::{json_kind, ArgError};
-use crate::stock::json;
-use serde::Deserialize;
-use serde_json::Value;
+use crate::args::ArgError;
 use crate::fast_hash::{FastMap, FastSet};
+use crate::stock::json;
 
 /// One physical Daytona sandbox as the provider lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -14,6 +12,16 @@ pub struct InventoryItem {
     pub sandbox_id: String,
     pub routing_domain: Option<String>,
     pub operation_key: Option<String>,
+}
+
+impl InventoryItem {
+    pub fn new(sandbox_id: &str, routing_domain: Option<&str>, operation_key: Option<&str>) -> Self {
+        Self {
+            sandbox_id: sandbox_id.to_owned(),
+            routing_domain: routing_domain.map(str::to_owned),
+            operation_key: operation_key.map(str::to_owned),
+        }
+    }
 }
 
 /// ECMAScript `String.prototype.trim` whitespace (WhiteSpace + LineTerminator).
@@ -43,99 +51,24 @@ fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
     ArgError::new("inventory", format!("element {index}: {reason}"))
 }
 
-/// An optional string field: absent or JSON null is NULL, a blank string is NULL.
-fn optional_string(
-    index: usize,
-    object: &serde_json::Map<String, Value>,
-    key: &str,
-) -> Result<Option<String>, ArgError> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => {
-            let trimmed = js_trim(s);
-            Ok(if trimmed.is_empty() { None } else { Some(trimmed.to_owned()) })
-        }
-        Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", json_kind(other)))),
-    }
-}
-
-/// One well-formed element, its strings borrowed from the JSON text. Only an
-/// object will do (serde's derived structs would also accept an array), and
-/// a string with escapes does not borrow: both fall back to the checked parse.
-struct WellFormed<'a> {
-    sandbox_id: &'a str,
-    routing_domain: Option<&'a str>,
-    operation_key: Option<&'a str>,
-}
-
-impl<'de> Deserialize<'de> for WellFormed<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(WellFormedVisitor)
-    }
-}
-
-struct WellFormedVisitor;
-
-impl<'de> serde::de::Visitor<'de> for WellFormedVisitor {
-    type Value = WellFormed<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an inventory object")
-    }
-
-    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-        let (mut sandbox_id, mut routing_domain, mut operation_key) = (None, None, None);
-        while let Some(key) = map.next_key::<&'de str>()? {
-            match key {
-                "sandboxId" => sandbox_id = Some(map.next_value::<&'de str>()?),
-                "routingDomain" => routing_domain = map.next_value::<Option<&'de str>>()?,
-                "operationKey" => operation_key = map.next_value::<Option<&'de str>>()?,
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-        }
-        let sandbox_id = sandbox_id.ok_or_else(|| <M::Error as serde::de::Error>::missing_field("sandboxId"))?;
-        Ok(WellFormed { sandbox_id, routing_domain, operation_key })
-    }
-}
-
-/// Parse the `inventory` argument (jsonb text) and normalize it.
-///
-/// The common case (every element well formed) is one typed pass that
-/// borrows the strings; anything it rejects is parsed again, slowly, only to
-/// name the first bad element.
-pub fn parse_inventory(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
-    match serde_json::from_str::<Vec<WellFormed>>(json) {
-        Ok(elements) if elements.iter().all(|e| !js_trim(e.sandbox_id).is_empty()) => {
-            let mut seen = FastSet::with_capacity_and_hasher(elements.len(), Default::default());
-            let mut items = Vec::with_capacity(elements.len());
-            for e in &elements {
-                let key = (js_trim(e.sandbox_id), blank_is_null(e.routing_domain), blank_is_null(e.operation_key));
-                if seen.insert(key) {
-                    items.push(InventoryItem {
-                        sandbox_id: key.0.to_owned(),
-                        routing_domain: key.1.map(str::to_owned),
-                        operation_key: key.2.map(str::to_owned),
-                    });
-                }
-            }
-            Ok(items)
-        }
-        _ => parse_inventory_checked(json),
-    }
+/// The `inventory` argument as JSON text (what the application sends): the
+/// same items and errors as the jsonb path, through the same rules.
+pub fn parse_inventory(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
+    let value = json::parse(text).map_err(|e| ArgError::new("inventory", format!("is not valid JSON: {e}")))?;
+    inventory_from_value(&value)
 }
 
 /// Read the `inventory` argument from jsonb's binary form (no `jsonb_out`, no
-/// text parse): the same items and the same errors as [`parse_inventory`]
-/// on the text PostgreSQL would print for it.
+/// text parse).
 pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgError> {
     let value = crate::stock::jsonb_binary::decode(payload)
         .map_err(|e| ArgError::new("inventory", format!("could not be read: {e}")))?;
     inventory_from_value(&value)
 }
 
-/// The checked rules of [`parse_inventory_checked`] over a decoded document.
+/// Validate element by element (the first bad element is named) and
+/// normalize: trim, blank optionals become NULL, duplicates of one identity
+/// collapse in first-seen order (a JavaScript Map's).
 pub fn inventory_from_value(value: &json::Value) -> Result<Vec<InventoryItem>, ArgError> {
     let json::Value::Array(elements) = value else {
         return Err(ArgError::new("inventory", format!("must be a JSON array, got {}", value.kind())));
@@ -163,11 +96,7 @@ pub fn inventory_from_value(value: &json::Value) -> Result<Vec<InventoryItem>, A
         }
         let key = (sandbox_id, optional(index, element, "routingDomain")?, optional(index, element, "operationKey")?);
         if seen.insert(key) {
-            items.push(InventoryItem {
-                sandbox_id: key.0.to_owned(),
-                routing_domain: key.1.map(str::to_owned),
-                operation_key: key.2.map(str::to_owned),
-            });
+            items.push(InventoryItem::new(key.0, key.1, key.2));
         }
     }
     Ok(items)
@@ -175,44 +104,6 @@ pub fn inventory_from_value(value: &json::Value) -> Result<Vec<InventoryItem>, A
 
 fn blank_is_null(value: Option<&str>) -> Option<&str> {
     value.map(js_trim).filter(|t| !t.is_empty())
-}
-
-/// Element-by-element parse that names the first bad element.
-fn parse_inventory_checked(json: &str) -> Result<Vec<InventoryItem>, ArgError> {
-    let value: Value =
-        serde_json::from_str(json).map_err(|e| ArgError::new("inventory", format!("is not valid JSON: {e}")))?;
-    let Value::Array(elements) = value else {
-        return Err(ArgError::new("inventory", format!("must be a JSON array, got {}", json_kind(&value))));
-    };
-    let mut items = Vec::with_capacity(elements.len());
-    for (index, element) in elements.iter().enumerate() {
-        let Value::Object(object) = element else {
-            return Err(item_error(index, format!("must be an object, got {}", json_kind(element))));
-        };
-        let sandbox_id = match object.get("sandboxId") {
-            Some(Value::String(s)) => js_trim(s),
-            None => return Err(item_error(index, "sandboxId is required")),
-            Some(other) => {
-                return Err(item_error(index, format!("sandboxId must be a string, got {}", json_kind(other))))
-            }
-        };
-        if sandbox_id.is_empty() {
-            return Err(item_error(index, "sandboxId is blank"));
-        }
-        items.push(InventoryItem {
-            sandbox_id: sandbox_id.to_owned(),
-            routing_domain: optional_string(index, object, "routingDomain")?,
-            operation_key: optional_string(index, object, "operationKey")?,
-        });
-    }
-    Ok(normalize(items))
-}
-
-/// Collapse duplicates of one (sandboxId, routingDomain, operationKey),
-/// keeping the first occurrence's position (a JavaScript Map's order).
-pub fn normalize(items: Vec<InventoryItem>) -> Vec<InventoryItem> {
-    let mut seen = FastSet::with_capacity_and_hasher(items.len(), Default::default());
-    items.into_iter().filter(|item| seen.insert(item.clone())).collect()
 }
 
 /// Operation labels carried by exactly one normalized item: only these may
@@ -251,11 +142,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {
-        InventoryItem {
-            sandbox_id: sandbox.into(),
-            routing_domain: domain.map(Into::into),
-            operation_key: key.map(Into::into),
-        }
+        InventoryItem::new(sandbox, domain, key)
     }
 
     #[test]
@@ -299,16 +186,14 @@ mod tests {
             (r#"[{"sandboxId":"a","routingDomain":[]}]"#, "element 0: routingDomain must be a string or null"),
         ];
         for (json, expected) in cases {
-            let decoded = inventory_from_value(&json::parse(json).unwrap()).unwrap_err();
             let err = parse_inventory(json).unwrap_err();
-            assert_eq!(decoded, err, "{json}");
             assert_eq!(err.argument, "inventory");
             assert!(err.reason.contains(expected), "{json}: {err}");
         }
     }
 
     #[test]
-    fn arrays_escapes_and_odd_shapes_take_the_checked_path() {
+    fn arrays_escapes_and_odd_shapes() {
         assert_eq!(parse_inventory(r#"[["sb", null, null]]"#).unwrap_err().reason, "element 0: must be an object, got an array");
         assert_eq!(
             parse_inventory(r#"[{"sandboxId":"s\u00e9 \n","extra":{"a":[1]},"operationKey":"k\"q"}]"#).unwrap(),
@@ -317,57 +202,54 @@ mod tests {
         assert_eq!(parse_inventory("[]").unwrap(), vec![]);
     }
 
-    proptest! {
-        /// The fast path and the checked path agree on any well-formed inventory.
-        #[test]
-        fn fast_and_checked_parses_agree(
-            raw in proptest::collection::vec(("[ a-c\\t]{0,3}", proptest::option::of("[ a-b\"]{0,2}"), proptest::option::of("[ k]{0,2}")), 0..30)
-        ) {
-            let json = serde_json::to_string(&raw.iter().map(|(s, d, k)| serde_json::json!({
-                "sandboxId": s, "routingDomain": d, "operationKey": k, "other": [s],
-            })).collect::<Vec<_>>()).unwrap();
-            prop_assert_eq!(parse_inventory(&json), parse_inventory_checked(&json));
+    /// The rules restated naively, over serde_json's reading of the text.
+    fn naive(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
+        use crate::args::json_kind;
+        use serde_json::Value;
+        let elements: Vec<Value> = serde_json::from_str(text).unwrap();
+        let mut items: Vec<InventoryItem> = Vec::new();
+        for (index, element) in elements.iter().enumerate() {
+            let Value::Object(object) = element else {
+                return Err(item_error(index, format!("must be an object, got {}", json_kind(element))));
+            };
+            let sandbox_id = match object.get("sandboxId") {
+                None => return Err(item_error(index, "sandboxId is required")),
+                Some(Value::String(s)) if js_trim(s).is_empty() => return Err(item_error(index, "sandboxId is blank")),
+                Some(Value::String(s)) => js_trim(s),
+                Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", json_kind(other)))),
+            };
+            let optional = |key: &str| match object.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(js_trim(s)).filter(|t| !t.is_empty())),
+                Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", json_kind(other)))),
+            };
+            let item = InventoryItem::new(sandbox_id, optional("routingDomain")?, optional("operationKey")?);
+            if !items.contains(&item) {
+                items.push(item);
+            }
         }
+        Ok(items)
+    }
 
-
-        /// The decoded-document path (what reads jsonb's binary form) agrees
-        /// with the text path, items and errors alike.
+    proptest! {
+        /// Items (trimmed, blanks NULL, duplicates collapsed in first-seen
+        /// order) and errors (the first bad element) as the naive restatement.
         #[test]
-        fn decoded_and_text_paths_agree(
+        fn agrees_with_the_naive_rules(
             raw in proptest::collection::vec((
                 prop_oneof![Just(serde_json::json!(null)), Just(serde_json::json!(3)), "[ a-c\\t]{0,3}".prop_map(serde_json::Value::from)],
-                prop_oneof![Just(serde_json::json!(null)), Just(serde_json::json!([])), "[ a-b]{0,2}".prop_map(serde_json::Value::from)],
+                prop_oneof![Just(serde_json::json!(null)), Just(serde_json::json!([])), "[ a-b\"]{0,2}".prop_map(serde_json::Value::from)],
                 proptest::option::of("[ k]{0,2}"),
-                any::<bool>(),
-            ), 0..20)
+                0u8..10,
+            ), 0..30)
         ) {
-            let elements: Vec<serde_json::Value> = raw.iter().map(|(s, d, k, object)| if *object {
-                serde_json::json!({"sandboxId": s, "routingDomain": d, "operationKey": k, "n": 1.5})
-            } else {
-                serde_json::json!([s])
+            let elements: Vec<serde_json::Value> = raw.iter().map(|(s, d, k, shape)| match shape {
+                0 => serde_json::json!([s]),
+                1 => serde_json::json!({"routingDomain": d}),
+                _ => serde_json::json!({"sandboxId": s, "routingDomain": d, "operationKey": k, "n": 1.5, "sandboxId2": [s]}),
             }).collect();
             let text = serde_json::to_string(&elements).unwrap();
-            let decoded = json::parse(&text).unwrap();
-            prop_assert_eq!(inventory_from_value(&decoded), parse_inventory(&text));
-        }
-
-        #[test]
-        fn normalization_is_idempotent_and_keeps_every_identity(
-            raw in proptest::collection::vec((0u8..4, proptest::option::of(0u8..2), proptest::option::of(0u8..3)), 0..40)
-        ) {
-            let items: Vec<InventoryItem> = raw.iter().map(|(s, d, k)| InventoryItem {
-                sandbox_id: format!("sb{s}"),
-                routing_domain: d.map(|d| format!("d{d}")),
-                operation_key: k.map(|k| format!("k{k}")),
-            }).collect();
-            let once = normalize(items.clone());
-            prop_assert_eq!(normalize(once.clone()), once.clone());
-            let set: std::collections::HashSet<_> = items.iter().collect();
-            prop_assert_eq!(set.len(), once.len());
-            // First-seen order.
-            let mut expected = Vec::new();
-            for i in &items { if !expected.contains(i) { expected.push(i.clone()); } }
-            prop_assert_eq!(once, expected);
+            prop_assert_eq!(parse_inventory(&text), naive(&text));
         }
     }
 }

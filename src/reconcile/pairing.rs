@@ -180,11 +180,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {
-        InventoryItem {
-            sandbox_id: sandbox.into(),
-            routing_domain: domain.map(Into::into),
-            operation_key: key.map(Into::into),
-        }
+        InventoryItem::new(sandbox, domain, key)
     }
 
     fn operations<'a>(rows: &[(&'a str, Option<&'a str>, Option<&'a str>, bool)]) -> Operations<'a> {
