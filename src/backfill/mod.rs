@@ -1,14 +1,17 @@
 //! Backfill paging: builds runtime_sandbox_operations from attempt JSON, one keyset page at a time.
 //!
-//! The pure core (`cursor`, `checkpoint`, `progress`) holds the rules; `sql`
-//! is the thin SPI shell; the page SQL lives in `sql/backfill/`, and the
+//! The pure core (`cursor`, `checkpoint`, `progress`, `resources`) holds the
+//! rules; `sql` is the thin SPI shell and `applied_page` the orchestrator's
+//! applied page (resources read in Rust); the page SQL lives in `sql/backfill/`, and the
 //! migration procedure (a PL/pgSQL loop that COMMITs per batch) in
 //! `sql/backfill/procedure.sql`.
 
 pub mod checkpoint;
 pub mod cursor;
 pub mod progress;
+pub mod resources;
 
+mod applied_page;
 mod sql;
 
 use pgrx::prelude::*;

@@ -1,6 +1,7 @@
 //! SQL surface of the backfill: validate, run the page SQL, persist the
 //! checkpoint, return the composite rows (built by the SQL itself).
 
+use super::applied_page;
 use super::checkpoint::{self, Checkpoint, Phase};
 use super::cursor::{after_argument, Cursor};
 use super::progress::{clamp_max_batches, phase_after_page, run_lock_key, run_max_batches, Totals};
@@ -18,7 +19,6 @@ type Row = PgHeapTuple<'static, AllocatedByRust>;
 const PAGE_RESOURCES: &str = include_str!("../../sql/backfill/page_resources.sql");
 const UNWRITTEN_RESOURCES: &str = include_str!("../../sql/backfill/unwritten_resources.sql");
 const PAGE_SUMMARY: &str = include_str!("../../sql/backfill/page_summary.sql");
-const PAGE_TARGETS: &str = include_str!("../../sql/backfill/page_targets.sql");
 const APPLY_PAGE: &str = include_str!("../../sql/backfill/apply_page.sql");
 const PREVIEW_PAGE: &str = include_str!("../../sql/backfill/preview_page.sql");
 const DRY_RUN_PAGE: &str = include_str!("../../sql/backfill/dry_run_page.sql");
@@ -30,30 +30,12 @@ const STATUS: &str = include_str!("../../sql/backfill/status.sql");
 const LEDGER_TABLES: &str = include_str!("../../sql/backfill/ledger_tables.sql");
 
 /// A cursor the page SQL takes as parameters.
-type Position = Cursor<TimestampWithTimeZone>;
-
-/// One applied or previewed page, as the orchestrator needs it.
-struct PageRow {
-    page: Row,
-    scanned: i64,
-    inserted: i64,
-    has_more: bool,
-    /// The last resource, with its timestamp and the timestamp's exact text.
-    next: Option<(Position, String)>,
-}
+pub(super) type Position = Cursor<TimestampWithTimeZone>;
 
 #[derive(Clone, Copy)]
 enum PageKind {
     Apply,
     Preview,
-}
-
-/// Whether the page row carries its targets (the orchestrator's applied pages
-/// report none, so it skips building them).
-#[derive(Clone, Copy, PartialEq)]
-enum Targets {
-    Listed,
-    Skipped,
 }
 
 fn required<T>(argument: &'static str, value: Option<T>) -> T {
@@ -106,48 +88,17 @@ fn with_page_resources(template: &str, applied_page: bool) -> String {
         .replace("@page_limit@", page_limit)
 }
 
-fn run_page(
-    client: &mut SpiClient<'_>,
-    kind: PageKind,
-    targets: Targets,
-    ledger: &SchemaName,
-    after: Option<&Position>,
-    limit: i32,
-) -> PageRow {
+/// One page as its backfill_page row, with targets (the single-page functions).
+fn run_page(client: &mut SpiClient<'_>, kind: PageKind, ledger: &SchemaName, after: Option<&Position>, limit: i32) -> Row {
     let (template, inserted) = match kind {
         PageKind::Apply => (APPLY_PAGE, "(SELECT count(*) FROM inserted)"),
         PageKind::Preview => (PREVIEW_PAGE, "0::bigint"),
     };
-    let sql = with_page_resources(template, true)
-        .replace("@page_summary@", PAGE_SUMMARY)
-        .replace("@inserted@", inserted)
-        .replace(
-            "@targets@",
-            if targets == Targets::Listed { PAGE_TARGETS.trim() } else { "'{}'::runtime_sandbox.backfill_target[]" },
-        );
+    let sql = with_page_resources(template, true).replace("@page_summary@", PAGE_SUMMARY).replace("@inserted@", inserted);
     let sql = with_cursor(&sql, ledger, after);
     let fail = |e| -> ! { error!("runtime_sandbox: backfill page on {} failed: {e}", ledger.name) };
     let table = client.update(sql.as_str(), None, &cursor_args(after, limit)).unwrap_or_else(|e| fail(e));
-    let row = table.first();
-    let get_or = |ordinal| row.get::<i64>(ordinal).unwrap_or_else(|e| fail(e)).unwrap_or(0);
-    let page = row.get::<Row>(1).unwrap_or_else(|e| fail(e)).expect("the page row is never NULL");
-    let next = match row.get::<String>(7).unwrap_or_else(|e| fail(e)) {
-        None => None,
-        Some(run_id) => {
-            let at = row.get::<TimestampWithTimeZone>(5).unwrap_or_else(|e| fail(e)).expect("next updated_at");
-            let text = row.get::<String>(6).unwrap_or_else(|e| fail(e)).expect("next updated_at text");
-            let attempt = row.get::<i32>(8).unwrap_or_else(|e| fail(e)).expect("next attempt");
-            let ordinal = row.get::<i32>(9).unwrap_or_else(|e| fail(e)).expect("next ordinal");
-            Some((Cursor { updated_at: at, run_id, attempt, resource_ordinal: ordinal }, text))
-        }
-    };
-    PageRow {
-        scanned: get_or(2),
-        inserted: get_or(3),
-        has_more: row.get::<bool>(4).unwrap_or_else(|e| fail(e)).unwrap_or(false),
-        page,
-        next,
-    }
+    table.first().get::<Row>(1).unwrap_or_else(|e| fail(e)).expect("the page row is never NULL")
 }
 
 /// `after` as the page SQL takes it.
@@ -170,7 +121,7 @@ fn page_function(
     let limit = page_limit(batch_size);
     let after = after_position(after);
     let ledger = ledger(ledger_schema);
-    Spi::connect_mut(|client| run_page(client, kind, Targets::Listed, &ledger, after.as_ref(), limit).page)
+    Spi::connect_mut(|client| run_page(client, kind, &ledger, after.as_ref(), limit))
 }
 
 /// One bounded page of the operation backfill, applied: the application's
@@ -285,7 +236,7 @@ fn advance_sandbox_operation_backfill(
     let mut totals = Totals::default();
     for _ in 0..clamp_max_batches(max_batches) {
         let page = Spi::connect_mut(|client| {
-            let page = run_page(client, PageKind::Apply, Targets::Skipped, &ledger, after.as_ref(), limit);
+            let page = applied_page::apply_page(client, &ledger, after.as_ref(), limit);
             let phase = phase_after_page(page.has_more);
             let stored_next = page.next.as_ref().map(|(c, text)| Cursor {
                 updated_at: text.clone(),

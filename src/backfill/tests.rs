@@ -419,3 +419,95 @@ fn backfill_pages_start_at_the_cursor_in_the_keyset_index() {
     let read = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index.attempts'::regclass") - before;
     assert!(read <= 150, "read {read} attempt tuples for a 100-resource page");
 }
+
+/// Attempts whose JSON exercises every rule of the page: non-array values,
+/// non-objects, kinds and ids that are not strings (numbers and containers
+/// print as the server prints them), empty strings, duplicates within an
+/// attempt, a page and across pages, an attempt without a run, NULL JSON,
+/// ties, long runs of attempts without sandbox resources, and an identity
+/// that already has an operation.
+fn awkward_ledger(schema: &str) {
+    ledger(schema);
+    run(&format!(
+        "INSERT INTO {schema}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id)
+         VALUES ('pre', 'daytona', 'r1', 1, 'o', 'dup')"
+    ));
+    let t = |s: &str| format!("2026-01-01 00:00:0{s}+00");
+    attempt(schema, "r1", 1, &t("1"), r#"'[{"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o1","runtimeEnvironment":"","daytonaEnvironment":"dev"}, {"kind":"modal_sandbox","sandboxId":"a","modalAppId":""}, 7, "x", null, [1], {"kind":"docker","sandboxId":"d"}]'"#);
+    attempt(schema, "r2", 1, &t("1"), r#"'{"kind":"modal_sandbox","sandboxId":"m1","modalAppId":"app","runtimeEnvironment":"staging"}'"#);
+    attempt(schema, "r1", 2, &t("1"), r#"'"scalar"'"#);
+    attempt(schema, "r99", 1, &t("2"), r#"'[{"kind":"daytona_sandbox","sandboxId":"norun"}]'"#);
+    attempt(schema, "r3", 1, &t("2"), "NULL");
+    attempt(schema, "r3", 2, &t("3"), r#"'[{"kind":"daytona_sandbox","sandboxId":123.50,"daytonaOrganizationId":1e3}, {"kind":"modal_sandbox","sandboxId":true,"modalAppId":{"b":[1, 2],"a":null}}, {"kind":"daytona_sandbox","sandboxId":"","daytonaOrganizationId":"o"}, {"kind":1,"sandboxId":"k"}, {"kind":"daytona_sandbox","sandboxId":"dup"}, {"kind":"modal_sandbox","sandboxId":false,"modalAppId":null}]'"#);
+    attempt(schema, "r4", 1, &t("3.5"), r#"'[{"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o1"}, {"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o2"}, {"kind":"modal_sandbox","sandboxId":"a"}, {"kind":"daytona_sandbox","sandboxId":"ü-ñ","runtimeEnvironment":["e"]}]'"#);
+    attempt(schema, "r5", 1, &t("4"), "'[]'");
+    attempt(schema, "r5", 2, &t("4"), r#"'[{"kind":"modal_sandbox","sandboxId":"x","modalAppId":"m","daytonaEnvironment":false}]'"#);
+    run(&format!(
+        r#"INSERT INTO {schema}.attempts (run_id, attempt, updated_at, resource_json)
+           SELECT 'r7', g, '2026-01-01 00:00:04.5+00', '[{{"kind":"docker","sandboxId":"d"}}]' FROM generate_series(1, 40) g"#
+    ));
+    attempt(schema, "r6", 1, &t("5"), r#"'[{"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o2"}, {"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o2"}, {"kind":"daytona_sandbox","sandboxId":42}]'"#);
+}
+
+fn operations_text(schema: &str) -> String {
+    text(&format!(
+        "SELECT string_agg((operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain,
+                            routing_domain_key, state, provider_operation_token, provider_created_at, delete_confirmed_at)::text,
+                           E'\\n' ORDER BY operation_key)
+         FROM {schema}.runtime_sandbox_operations"
+    ))
+}
+
+#[pg_test]
+fn backfill_orchestrator_pages_equal_the_sql_pages() {
+    // The orchestrator's applied page reads resources in Rust; page by page it
+    // must scan, insert and stop where backfill_sandbox_operations does.
+    for batch in [1, 2, 3, 7, 1000] {
+        let (fast, sql) = (format!("bf_eq_fast_{batch}"), format!("bf_eq_sql_{batch}"));
+        awkward_ledger(&fast);
+        awkward_ledger(&sql);
+        start_walk();
+        for pages in 1.. {
+            assert!(pages < 200, "batch {batch}: the walk does not end");
+            let (orchestrated, phase) = Spi::get_two::<String, String>(&format!(
+                "SELECT (p.scanned_attempts, p.inserted_operations, p.next_cursor)::text, p.phase
+                 FROM runtime_sandbox.advance_sandbox_operation_backfill(false, {batch}, 1, '{fast}') p"
+            ))
+            .unwrap();
+            let paged = text(&format!(
+                "WITH p AS (SELECT * FROM runtime_sandbox.backfill_sandbox_operations({batch}, (SELECT c FROM walk_cursor), '{sql}')),
+                      u AS (UPDATE walk_cursor SET c = (SELECT next_cursor FROM p))
+                 SELECT (p.scanned_attempts, p.inserted_operations, CASE WHEN p.has_more THEN p.next_cursor END)::text FROM p"
+            ));
+            assert_eq!(orchestrated, Some(paged), "batch {batch}, page {pages}");
+            if phase.as_deref() == Some("complete") {
+                break;
+            }
+        }
+        assert_eq!(operations_text(&fast), operations_text(&sql), "batch {batch}");
+    }
+    // Numbers and containers print as the server prints them.
+    let odd = text(r#"SELECT string_agg(sandbox_id || '/' || routing_domain_key || '/' || environment, ' ' ORDER BY sandbox_id COLLATE "C") FROM bf_eq_fast_1000.runtime_sandbox_operations WHERE sandbox_id NOT IN ('a', 'dup', 'm1', 'x')"#);
+    assert_eq!(odd, r#"123.50/1000/production 42//production false//production true/{"a": null, "b": [1, 2]}/production ü-ñ//["e"]"#);
+}
+
+#[pg_test]
+fn backfill_orchestrator_pages_start_at_the_cursor_in_the_keyset_index() {
+    ledger("bf_index_orch");
+    run(
+        "INSERT INTO bf_index_orch.runs (run_id, org_id) SELECT 'run-' || g, 'o' FROM generate_series(1, 20000) g;
+         INSERT INTO bf_index_orch.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'run-' || g, 1, '2026-01-01'::timestamptz + g * interval '1 ms',
+                jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 's' || g))
+         FROM generate_series(1, 20000) g;
+         ANALYZE bf_index_orch.attempts; ANALYZE bf_index_orch.runs;
+         INSERT INTO bf_index_orch.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1',
+           '{\"phase\":\"pending\",\"cursor\":{\"updatedAt\":\"2026-01-01 00:00:10+00\",\"runId\":\"run-10000\",\"attempt\":1,\"resourceOrdinal\":1}}')",
+    );
+    let before = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index_orch.attempts'::regclass");
+    let p = text("SELECT (p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 100, 1, 'bf_index_orch') p");
+    assert_eq!(p, "(100,run-10100)");
+    let read = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index_orch.attempts'::regclass") - before;
+    // One fetch sized from the resources per attempt seen last (at most ten attempts a resource).
+    assert!(read <= 1100, "read {read} attempt tuples for a 100-resource page");
+}
