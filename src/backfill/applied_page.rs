@@ -15,9 +15,10 @@ use crate::args::SchemaName;
 use crate::pg_types::JsonbBytes;
 use pgrx::datum::{DatumWithOid, TimestampWithTimeZone};
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient};
+use pgrx::PgOid;
 use pgrx::FromDatum;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 const PAGE_ATTEMPTS: &str = include_str!("../../sql/backfill/page_attempts.sql");
 const RESOURCE_FIELDS: &str = include_str!("../../sql/backfill/resource_fields.sql");
@@ -33,6 +34,9 @@ pub(super) struct AppliedPage {
 }
 
 thread_local! {
+    /// The INSERT of the winners, planned once per backend and ledger schema
+    /// (PostgreSQL's plan cache replans it when the tables change).
+    static INSERT_PLAN: RefCell<Option<(String, OwnedPreparedStatement)>> = const { RefCell::new(None) };
     /// Sandbox resources per attempt in this backend's last page: sizes the next fetch.
     static RESOURCES_PER_ATTEMPT: Cell<f64> = const { Cell::new(1.0) };
 }
@@ -284,6 +288,8 @@ pub(super) fn apply_page(
             let run_id = rows.bytes(row, 2).expect("NOT NULL").to_vec();
             let org_id = rows.bytes(row, 4).map(<[u8]>::to_vec);
             let json = rows.datum(row, 5).expect("NOT NULL");
+            // SAFETY: has_run is a NOT NULL boolean.
+            let has_run = unsafe { bool::from_datum(rows.datum(row, 6).expect("NOT NULL"), false) }.expect("NOT NULL");
             let skip_through = match &from {
                 FetchFrom::Cursor {
                     updated_at: u,
@@ -294,7 +300,9 @@ pub(super) fn apply_page(
                 _ => 0,
             };
             let index = attempts.len();
-            for resource in attempt_resources(client, ledger, json) {
+            // Attempts without a run are skipped (kept only as where the next fetch starts).
+            let found = if has_run { attempt_resources(client, ledger, json) } else { Vec::new() };
+            for resource in found {
                 if resource.ordinal > skip_through && page.len() < limit {
                     page.push((index, resource));
                 }
@@ -393,9 +401,15 @@ fn insert_winners(
             pg_sys::TIMESTAMPTZARRAYOID,
         ),
     ];
-    let sql = INSERT_OPERATIONS.replace("@ledger@", &ledger.quoted);
-    let table = client
-        .update(sql.as_str(), None, &args)
-        .unwrap_or_else(|e| fail(ledger, e));
+    let table = INSERT_PLAN.with_borrow_mut(|cached| {
+        if cached.as_ref().is_none_or(|(quoted, _)| *quoted != ledger.quoted) {
+            let sql = INSERT_OPERATIONS.replace("@ledger@", &ledger.quoted);
+            let types = args.iter().map(|a| PgOid::from(a.oid())).collect::<Vec<_>>();
+            let plan = client.prepare_mut(sql.as_str(), &types).unwrap_or_else(|e| fail(ledger, e)).keep();
+            *cached = Some((ledger.quoted.clone(), plan));
+        }
+        let (_, plan) = cached.as_ref().expect("prepared above");
+        client.update(plan, None, &args).unwrap_or_else(|e| fail(ledger, e))
+    });
     table.len() as i64
 }
