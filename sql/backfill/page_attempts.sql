@@ -6,7 +6,8 @@
 -- keyset condition: nothing for the first page, `>= ($1, $2, $3)` from the
 -- page's cursor (the shell drops the cursor's own resources up to its
 -- ordinal), `> ($1, $2, $3)` after the last attempt of a fetch that did not
--- fill the page. $4 is how many attempts to fetch.
+-- fill the page; and @fetch@, how many attempts to fetch (a literal: the
+-- shell keeps one plan per fetch size, and the LIMIT keeps it on the index).
 SELECT attempt.updated_at, attempt.run_id, attempt.attempt, run.org_id, attempt.resource_json,
        run.run_id IS NOT NULL AS has_run
 FROM (
@@ -15,7 +16,7 @@ FROM (
     WHERE attempt.resource_json IS NOT NULL
       @after@
     ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt
-    LIMIT $4
+    LIMIT @fetch@
 ) AS attempt
 LEFT JOIN @ledger@.runs AS run ON run.run_id = attempt.run_id
 ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt

@@ -12,6 +12,7 @@ use super::cursor::Cursor;
 use super::resources::{self, Fields, Resource};
 use super::sql::Position;
 use crate::args::SchemaName;
+use crate::fast_hash::FastMap;
 use crate::pg_types::JsonbBytes;
 use pgrx::datum::{DatumWithOid, TimestampWithTimeZone};
 use pgrx::prelude::*;
@@ -37,6 +38,9 @@ thread_local! {
     /// The INSERT of the winners, planned once per backend and ledger schema
     /// (PostgreSQL's plan cache replans it when the tables change).
     static INSERT_PLAN: RefCell<Option<(String, OwnedPreparedStatement)>> = const { RefCell::new(None) };
+    /// The attempts fetches, planned once per backend, ledger, keyset kind and fetch size.
+    static FETCH_PLANS: RefCell<FastMap<(String, &'static str, i64), OwnedPreparedStatement>> =
+        RefCell::new(FastMap::default());
     /// Sandbox resources per attempt in this backend's last page: sizes the next fetch.
     static RESOURCES_PER_ATTEMPT: Cell<f64> = const { Cell::new(1.0) };
 }
@@ -210,33 +214,38 @@ fn attempt_resources(
     found
 }
 
-/// The keyset condition of a fetch and its arguments ($1..$3).
-fn condition(from: &FetchFrom) -> (&'static str, [DatumWithOid<'static>; 3]) {
-    let none = || {
-        [
-            DatumWithOid::null::<TimestampWithTimeZone>(),
-            DatumWithOid::null::<String>(),
-            DatumWithOid::null::<i32>(),
-        ]
-    };
+/// Run the attempts fetch (its plan kept per backend, ledger, keyset kind and fetch size).
+fn fetch_attempts(client: &SpiClient<'_>, ledger: &SchemaName, from: &FetchFrom, fetch: i64) {
+    let (keyset, args) = condition(from);
+    FETCH_PLANS.with_borrow_mut(|plans| {
+        let key = (ledger.quoted.clone(), keyset, fetch);
+        if !plans.contains_key(&key) {
+            if plans.len() >= 32 {
+                plans.clear();
+            }
+            let sql = PAGE_ATTEMPTS
+                .replace("@after@", keyset)
+                .replace("@fetch@", &fetch.to_string())
+                .replace("@ledger@", &ledger.quoted);
+            let types = args.iter().map(|a| PgOid::from(a.oid())).collect::<Vec<_>>();
+            let plan = client.prepare(sql.as_str(), &types).unwrap_or_else(|e| fail(ledger, e)).keep();
+            plans.insert(key.clone(), plan);
+        }
+        client.select(&plans[&key], None, &args).unwrap_or_else(|e| fail(ledger, e));
+    });
+}
+
+/// The keyset condition of a fetch and its arguments ($1..$3; none from the start).
+fn condition(from: &FetchFrom) -> (&'static str, Vec<DatumWithOid<'static>>) {
     match from {
-        FetchFrom::Start => ("", none()),
-        FetchFrom::Cursor {
-            updated_at,
-            run_id,
-            attempt,
-            ..
-        } => (
+        FetchFrom::Start => ("", Vec::new()),
+        FetchFrom::Cursor { updated_at, run_id, attempt, .. } => (
             "AND (attempt.updated_at, attempt.run_id, attempt.attempt) >= ($1, $2, $3)",
-            [(*updated_at).into(), text_arg(run_id), (*attempt).into()],
+            vec![(*updated_at).into(), text_arg(run_id), (*attempt).into()],
         ),
-        FetchFrom::After {
-            updated_at,
-            run_id,
-            attempt,
-        } => (
+        FetchFrom::After { updated_at, run_id, attempt } => (
             "AND (attempt.updated_at, attempt.run_id, attempt.attempt) > ($1, $2, $3)",
-            [(*updated_at).into(), text_arg(run_id), (*attempt).into()],
+            vec![(*updated_at).into(), text_arg(run_id), (*attempt).into()],
         ),
     }
 }
@@ -265,13 +274,7 @@ pub(super) fn apply_page(
     loop {
         let wanted = limit - page.len();
         let fetch = resources::attempts_to_fetch(wanted, rate);
-        let (keyset, [at, run, number]) = condition(&from);
-        let sql = PAGE_ATTEMPTS
-            .replace("@after@", keyset)
-            .replace("@ledger@", &ledger.quoted);
-        client
-            .select(sql.as_str(), None, &[at, run, number, fetch.into()])
-            .unwrap_or_else(|e| fail(ledger, e));
+        fetch_attempts(client, ledger, &from, fetch);
         let rows = Rows::of_last_statement();
         let fetched = rows.count;
         for row in 0..rows.count {

@@ -9,9 +9,7 @@
 //! `->>` would print a JSON number or container (text this module does not
 //! reproduce), it answers `None` and the shell asks the server for the texts.
 
-use crate::stock::json::Value;
-use crate::stock::jsonb_binary;
-use std::collections::HashSet;
+use crate::fast_hash::FastSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Provider {
@@ -38,16 +36,6 @@ pub struct Fields<'a> {
     pub runtime_environment: Option<&'a [u8]>,
     pub daytona_environment: Option<&'a [u8]>,
 }
-
-/// The keys `Fields` reads, in its field order.
-pub const FIELD_KEYS: [&str; 6] = [
-    "kind",
-    "sandboxId",
-    "modalAppId",
-    "daytonaOrganizationId",
-    "runtimeEnvironment",
-    "daytonaEnvironment",
-];
 
 /// One sandbox resource of an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,64 +103,215 @@ pub fn resource(ordinal: i32, fields: &Fields<'_>) -> Option<Resource> {
 }
 
 /// What `->>` prints for a member, when this module can say it without the server.
-enum Text<'a> {
-    Known(Option<&'a [u8]>),
-    /// A number or a container: the server prints it.
-    Unknown,
-}
-
-fn member_text<'a>(members: &'a [(std::borrow::Cow<'a, str>, Value<'a>)], key: &str) -> Text<'a> {
-    match members.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
-        None | Some(Value::Null) => Text::Known(None),
-        Some(Value::String(s)) => Text::Known(Some(s.as_bytes())),
-        Some(Value::Bool(true)) => Text::Known(Some(b"true")),
-        Some(Value::Bool(false)) => Text::Known(Some(b"false")),
-        Some(Value::Number(_) | Value::Array(_) | Value::Object(_)) => Text::Unknown,
+fn member_text<'a>(object: &binary::Container<'a>, key: &[u8]) -> Result<Option<&'a [u8]>, NeedsServer> {
+    match object.get(key)? {
+        None | Some(binary::Item::Null) => Ok(None),
+        Some(binary::Item::String(s)) => Ok(Some(s)),
+        Some(binary::Item::Bool(true)) => Ok(Some(b"true")),
+        Some(binary::Item::Bool(false)) => Ok(Some(b"false")),
+        // A number or a container: the server prints it.
+        Some(binary::Item::Number | binary::Item::Container(_)) => Err(NeedsServer),
     }
 }
+
+/// A field the page reads is a number or a container, or the value is not
+/// what this reader expects: the server reads this attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsServer;
 
 /// The sandbox resources of an attempt's `resource_json` (the payload of a
 /// non-NULL jsonb), in ordinal order: an array's elements, anything else as a
 /// one-element array. `None` when a field the page reads is a number or a
 /// container (or the value cannot be read here): ask the server instead.
 pub fn from_jsonb(payload: &[u8]) -> Option<Vec<Resource>> {
-    let value = jsonb_binary::decode(payload).ok()?;
-    let elements = match &value {
-        Value::Array(items) => items.as_slice(),
-        other => std::slice::from_ref(other),
-    };
+    resources_of(payload).ok()
+}
+
+fn resources_of(payload: &[u8]) -> Result<Vec<Resource>, NeedsServer> {
+    let root = binary::Container::read(payload)?;
     let mut resources = Vec::new();
-    for (index, element) in elements.iter().enumerate() {
-        // `->>` on anything but an object is NULL: not a sandbox.
-        let Value::Object(members) = element else {
-            continue;
-        };
-        // A kind that is not a string prints as a number, true/false or JSON text: never a sandbox kind.
-        let kind = match members.iter().find(|(k, _)| k == "kind").map(|(_, v)| v) {
-            Some(Value::String(s)) => s.as_bytes(),
-            _ => continue,
-        };
-        let mut texts: [Option<&[u8]>; 5] = [None; 5];
-        for (slot, key) in texts.iter_mut().zip(&FIELD_KEYS[1..]) {
-            match member_text(members, key) {
-                Text::Known(text) => *slot = text,
-                Text::Unknown => return None,
+    match root.kind {
+        // A top-level scalar is a one-element array of a non-object: no resources.
+        binary::Kind::Scalar => {}
+        binary::Kind::Object => resources.extend(element_resource(1, &root)?),
+        binary::Kind::Array => {
+            for (index, element) in root.elements().enumerate() {
+                // `->>` on anything but an object is NULL: not a sandbox.
+                if let binary::Item::Container(object) = element? {
+                    if object.kind == binary::Kind::Object {
+                        let ordinal = i32::try_from(index + 1).map_err(|_| NeedsServer)?;
+                        resources.extend(element_resource(ordinal, &object)?);
+                    }
+                }
             }
         }
-        let [sandbox_id, modal_app_id, daytona_organization_id, runtime_environment, daytona_environment] =
-            texts;
-        let fields = Fields {
-            kind: Some(kind),
-            sandbox_id,
-            modal_app_id,
-            daytona_organization_id,
-            runtime_environment,
-            daytona_environment,
-        };
-        let ordinal = i32::try_from(index + 1).ok()?;
-        resources.extend(resource(ordinal, &fields));
     }
-    Some(resources)
+    Ok(resources)
+}
+
+fn element_resource(ordinal: i32, object: &binary::Container<'_>) -> Result<Option<Resource>, NeedsServer> {
+    // A kind that is not a string prints as a number, true/false or JSON text: never a sandbox kind.
+    let kind = match object.get(b"kind")? {
+        Some(binary::Item::String(kind)) => kind,
+        _ => return Ok(None),
+    };
+    if kind != b"daytona_sandbox" && kind != b"modal_sandbox" {
+        return Ok(None);
+    }
+    let fields = Fields {
+        kind: Some(kind),
+        sandbox_id: member_text(object, b"sandboxId")?,
+        modal_app_id: member_text(object, b"modalAppId")?,
+        daytona_organization_id: member_text(object, b"daytonaOrganizationId")?,
+        runtime_environment: member_text(object, b"runtimeEnvironment")?,
+        daytona_environment: member_text(object, b"daytonaEnvironment")?,
+    };
+    Ok(resource(ordinal, &fields))
+}
+
+/// Just enough of jsonb's binary container (src/include/utils/jsonb.h) to read
+/// the page's fields in place: no allocation, every offset checked.
+mod binary {
+    use super::NeedsServer;
+
+    const JB_CMASK: u32 = 0x0FFF_FFFF;
+    const JB_FSCALAR: u32 = 0x1000_0000;
+    const JB_FOBJECT: u32 = 0x2000_0000;
+    const JB_FARRAY: u32 = 0x4000_0000;
+    const JENTRY_OFFLENMASK: u32 = 0x0FFF_FFFF;
+    const JENTRY_TYPEMASK: u32 = 0x7000_0000;
+    const JENTRY_HAS_OFF: u32 = 0x8000_0000;
+    const JENTRY_ISSTRING: u32 = 0x0000_0000;
+    const JENTRY_ISNUMERIC: u32 = 0x1000_0000;
+    const JENTRY_ISBOOL_FALSE: u32 = 0x2000_0000;
+    const JENTRY_ISBOOL_TRUE: u32 = 0x3000_0000;
+    const JENTRY_ISNULL: u32 = 0x4000_0000;
+    const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Kind {
+        Array,
+        Object,
+        /// The one-element array a top-level scalar is stored as.
+        Scalar,
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    pub struct Container<'a> {
+        pub kind: Kind,
+        /// Members (objects) or elements.
+        count: usize,
+        entries: &'a [u8],
+        data: &'a [u8],
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    pub enum Item<'a> {
+        Null,
+        Bool(bool),
+        String(&'a [u8]),
+        Number,
+        Container(Container<'a>),
+    }
+
+    fn u32_at(bytes: &[u8], at: usize) -> Result<u32, NeedsServer> {
+        let b = bytes.get(at..at + 4).ok_or(NeedsServer)?;
+        Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    impl<'a> Container<'a> {
+        /// The container at the start of `bytes` (a jsonb payload, or a child's aligned bytes).
+        pub fn read(bytes: &'a [u8]) -> Result<Container<'a>, NeedsServer> {
+            let header = u32_at(bytes, 0)?;
+            let count = (header & JB_CMASK) as usize;
+            let kind = if header & JB_FOBJECT != 0 {
+                Kind::Object
+            } else if header & JB_FARRAY == 0 {
+                return Err(NeedsServer);
+            } else if header & JB_FSCALAR != 0 {
+                Kind::Scalar
+            } else {
+                Kind::Array
+            };
+            let children = if kind == Kind::Object { count * 2 } else { count };
+            let data_start = children.checked_mul(4).and_then(|n| n.checked_add(4)).ok_or(NeedsServer)?;
+            let entries = bytes.get(4..data_start).ok_or(NeedsServer)?;
+            Ok(Container { kind, count, entries, data: &bytes[data_start..] })
+        }
+
+        fn entry(&self, index: usize) -> Result<u32, NeedsServer> {
+            u32_at(self.entries, index * 4)
+        }
+
+        /// Where child `index`'s data starts (getJsonbOffset): lengths summed
+        /// back to the nearest entry that stores its end offset.
+        fn start(&self, index: usize) -> Result<usize, NeedsServer> {
+            let mut offset = 0usize;
+            for i in (0..index).rev() {
+                let entry = self.entry(i)?;
+                offset += (entry & JENTRY_OFFLENMASK) as usize;
+                if entry & JENTRY_HAS_OFF != 0 {
+                    break;
+                }
+            }
+            Ok(offset)
+        }
+
+        /// Child `index`, its data starting at `start`; also where it ends.
+        fn child_at(&self, index: usize, start: usize) -> Result<(Item<'a>, usize), NeedsServer> {
+            let entry = self.entry(index)?;
+            let field = (entry & JENTRY_OFFLENMASK) as usize;
+            let end = if entry & JENTRY_HAS_OFF != 0 { field } else { start + field };
+            let bytes = self.data.get(start..end).ok_or(NeedsServer)?;
+            let item = match entry & JENTRY_TYPEMASK {
+                JENTRY_ISSTRING => Item::String(bytes),
+                JENTRY_ISNULL => Item::Null,
+                JENTRY_ISBOOL_FALSE => Item::Bool(false),
+                JENTRY_ISBOOL_TRUE => Item::Bool(true),
+                JENTRY_ISNUMERIC => Item::Number,
+                JENTRY_ISCONTAINER => {
+                    // Containers start at the next 4-byte boundary.
+                    let aligned = (start + 3) & !3;
+                    let child = Container::read(self.data.get(aligned..end).ok_or(NeedsServer)?)?;
+                    if child.kind == Kind::Scalar {
+                        return Err(NeedsServer);
+                    }
+                    Item::Container(child)
+                }
+                _ => return Err(NeedsServer),
+            };
+            Ok((item, end))
+        }
+
+        /// The elements of an array, in order.
+        pub fn elements(self) -> impl Iterator<Item = Result<Item<'a>, NeedsServer>> {
+            let mut start = 0usize;
+            (0..self.count).map(move |i| {
+                let (item, end) = self.child_at(i, start)?;
+                start = end;
+                Ok(item)
+            })
+        }
+
+        /// An object's member `key` (`None`: absent).
+        pub fn get(&self, key: &[u8]) -> Result<Option<Item<'a>>, NeedsServer> {
+            if self.kind != Kind::Object {
+                return Ok(None);
+            }
+            let mut start = 0usize;
+            for i in 0..self.count {
+                let (name, end) = self.child_at(i, start)?;
+                start = end;
+                if let Item::String(name) = name {
+                    if name == key {
+                        let value = self.count + i;
+                        return self.child_at(value, self.start(value)?).map(|(item, _)| Some(item));
+                    }
+                }
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// The resources an applied page inserts, given the page's resources in
@@ -180,7 +319,7 @@ pub fn from_jsonb(payload: &[u8]) -> Option<Vec<Resource>> {
 /// returned as indices in identity order (bytewise), the order the SQL page
 /// inserts them in.
 pub fn winners(page: &[&Resource]) -> Vec<usize> {
-    let mut seen = HashSet::with_capacity(page.len());
+    let mut seen = FastSet::with_capacity_and_hasher(page.len(), Default::default());
     let mut first: Vec<usize> = (0..page.len())
         .filter(|&i| seen.insert(page[i].identity()))
         .collect();
@@ -190,14 +329,18 @@ pub fn winners(page: &[&Resource]) -> Vec<usize> {
 
 /// How many attempts to fetch for `wanted` more resources, given the
 /// resources per attempt seen so far (a little more, so that one fetch
-/// usually fills the page; a short fetch is followed by another).
+/// usually fills the page; a short fetch is followed by another), rounded up
+/// to a multiple of 8 (to 64 beyond 64) so that few fetch sizes, each with
+/// its kept plan, serve every page.
 pub fn attempts_to_fetch(wanted: usize, resources_per_attempt: f64) -> i64 {
     let rate = if resources_per_attempt.is_finite() {
         resources_per_attempt.clamp(0.1, 1000.0)
     } else {
         1.0
     };
-    ((wanted as f64 / rate) * 1.05).ceil() as i64 + 4
+    let fetch = ((wanted as f64 / rate) * 1.05).ceil() as i64 + 4;
+    let step = if fetch <= 64 { 8 } else { 64 };
+    (fetch + step - 1) / step * step
 }
 
 #[cfg(test)]
@@ -311,11 +454,141 @@ mod tests {
 
     #[test]
     fn fetch_sizes_cover_the_page_with_a_margin() {
-        assert_eq!(attempts_to_fetch(1000, 2.0), 529);
-        assert_eq!(attempts_to_fetch(1000, 1.0), 1054);
-        assert_eq!(attempts_to_fetch(1, 3.0), 5);
+        assert_eq!(attempts_to_fetch(1000, 2.0), 576);
+        assert_eq!(attempts_to_fetch(1000, 1.0), 1088);
+        assert_eq!(attempts_to_fetch(1, 3.0), 8);
+        assert_eq!(attempts_to_fetch(40, 1.0), 48);
         // Few resources per attempt: at most ten attempts a resource per fetch.
-        assert_eq!(attempts_to_fetch(10, 0.0), 109);
-        assert_eq!(attempts_to_fetch(10, f64::NAN), 15);
+        assert_eq!(attempts_to_fetch(10, 0.0), 128);
+        assert_eq!(attempts_to_fetch(10, f64::NAN), 16);
+    }
+
+    /// A jsonb value to encode in the server's binary format (numbers as an opaque aligned blob).
+    enum J {
+        Null,
+        Bool(bool),
+        Str(&'static str),
+        Num,
+        Arr(Vec<J>),
+        Obj(Vec<(&'static str, J)>),
+    }
+
+    /// jsonb's binary container for `j`, storing an end offset every `stride` children as the server does every 32.
+    fn encode(j: &J, stride: usize) -> Vec<u8> {
+        match j {
+            J::Arr(_) | J::Obj(_) => container(j, stride),
+            scalar => container_of(0x4000_0000 | 0x1000_0000, &[scalar], stride),
+        }
+    }
+
+    fn container(j: &J, stride: usize) -> Vec<u8> {
+        match j {
+            J::Arr(items) => container_of(0x4000_0000, &items.iter().collect::<Vec<_>>(), stride),
+            J::Obj(members) => {
+                let mut sorted: Vec<&(&str, J)> = members.iter().collect();
+                sorted.sort_by(|a, b| (a.0.len(), a.0).cmp(&(b.0.len(), b.0)));
+                let keys: Vec<J> = sorted.iter().map(|(k, _)| J::Str(k)).collect();
+                let children: Vec<&J> = keys.iter().chain(sorted.iter().map(|(_, v)| v)).collect();
+                let mut out = container_of(0x2000_0000, &children, stride);
+                out[..4].copy_from_slice(&(0x2000_0000u32 | members.len() as u32).to_ne_bytes());
+                out
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    fn container_of(flags: u32, children: &[&J], stride: usize) -> Vec<u8> {
+        let (mut entries, mut data) = (Vec::new(), Vec::<u8>::new());
+        for (i, child) in children.iter().enumerate() {
+            let start = data.len();
+            let kind = match child {
+                J::Null => 0x4000_0000,
+                J::Bool(false) => 0x2000_0000,
+                J::Bool(true) => 0x3000_0000,
+                J::Str(s) => {
+                    data.extend_from_slice(s.as_bytes());
+                    0
+                }
+                J::Num | J::Arr(_) | J::Obj(_) => {
+                    data.resize((data.len() + 3) & !3, 0);
+                    let bytes = if let J::Num = child { vec![9u8; 8] } else { container(child, stride) };
+                    data.extend_from_slice(&bytes);
+                    if let J::Num = child { 0x1000_0000 } else { 0x5000_0000 }
+                }
+            };
+            let entry = if i % stride == 0 { kind | 0x8000_0000 | data.len() as u32 } else { kind | (data.len() - start) as u32 };
+            entries.push(entry);
+        }
+        let mut out = (flags | children.len() as u32).to_ne_bytes().to_vec();
+        entries.iter().for_each(|e| out.extend_from_slice(&e.to_ne_bytes()));
+        out.extend_from_slice(&data);
+        out
+    }
+
+    fn sandbox(kind: &'static str, id: J, extra: Vec<(&'static str, J)>) -> J {
+        let mut members = vec![("kind", J::Str(kind)), ("sandboxId", id)];
+        members.extend(extra);
+        J::Obj(members)
+    }
+
+    #[test]
+    fn jsonb_resources_are_read_in_place() {
+        let doc = J::Arr(vec![
+            sandbox("daytona_sandbox", J::Str("d1"), vec![("daytonaOrganizationId", J::Str("org")), ("runtimeEnvironment", J::Str("")), ("daytonaEnvironment", J::Str("dev"))]),
+            J::Str("not an object"),
+            J::Null,
+            J::Arr(vec![sandbox("modal_sandbox", J::Str("nested"), vec![])]),
+            sandbox("docker", J::Str("x"), vec![]),
+            J::Obj(vec![("kind", J::Num), ("sandboxId", J::Str("k"))]),
+            sandbox("modal_sandbox", J::Bool(true), vec![("modalAppId", J::Null), ("runtimeEnvironment", J::Bool(false)), ("other", J::Num)]),
+            sandbox("modal_sandbox", J::Str(""), vec![]),
+            sandbox("daytona_sandbox", J::Str("ü"), vec![("unrelated", J::Obj(vec![("a", J::Num)]))]),
+        ]);
+        for stride in [1, 2, 3, 32] {
+            let found = from_jsonb(&encode(&doc, stride)).expect("readable here");
+            let summary: Vec<_> = found
+                .iter()
+                .map(|r| (r.ordinal, r.provider, r.sandbox_id.clone(), r.routing_domain.clone(), r.environment.clone()))
+                .collect();
+            assert_eq!(
+                summary,
+                vec![
+                    (1, Provider::Daytona, b"d1".to_vec(), Some(b"org".to_vec()), b"dev".to_vec()),
+                    (7, Provider::Modal, b"true".to_vec(), None, b"false".to_vec()),
+                    (9, Provider::Daytona, "ü".as_bytes().to_vec(), None, b"production".to_vec()),
+                ],
+                "stride {stride}"
+            );
+        }
+    }
+
+    #[test]
+    fn jsonb_that_is_not_an_array_is_one_element() {
+        let object = sandbox("modal_sandbox", J::Str("m"), vec![("modalAppId", J::Str("app"))]);
+        let found = from_jsonb(&encode(&object, 32)).unwrap();
+        assert_eq!((found.len(), found[0].ordinal, found[0].operation_key()), (1, 1, b"backfill:modal:m:app".to_vec()));
+        assert_eq!(from_jsonb(&encode(&J::Str("scalar"), 32)), Some(vec![]));
+        assert_eq!(from_jsonb(&encode(&J::Null, 32)), Some(vec![]));
+        assert_eq!(from_jsonb(&encode(&J::Arr(vec![]), 32)), Some(vec![]));
+    }
+
+    #[test]
+    fn numbers_and_containers_the_page_reads_go_to_the_server() {
+        for (key, value) in [("sandboxId", J::Num), ("modalAppId", J::Arr(vec![])), ("daytonaEnvironment", J::Obj(vec![]))] {
+            let doc = J::Arr(vec![sandbox("modal_sandbox", J::Str("m"), vec![]), J::Obj(vec![("kind", J::Str("modal_sandbox")), (key, value)])]);
+            assert_eq!(from_jsonb(&encode(&doc, 32)), None, "{key}");
+        }
+        // Only sandbox kinds are read: a number elsewhere does not matter.
+        let docker = J::Arr(vec![sandbox("docker", J::Num, vec![])]);
+        assert_eq!(from_jsonb(&encode(&docker, 32)), Some(vec![]));
+    }
+
+    #[test]
+    fn truncated_jsonb_goes_to_the_server_without_panicking() {
+        let bytes = encode(&J::Arr(vec![sandbox("modal_sandbox", J::Str("m"), vec![("modalAppId", J::Str("app"))])]), 32);
+        for len in 0..bytes.len() {
+            let _ = from_jsonb(&bytes[..len]);
+        }
+        assert_eq!(from_jsonb(&[0, 0, 0, 0]), None);
     }
 }
