@@ -1,6 +1,10 @@
 -- The orchestrator's applied page: insert the winners (the first resource of
 -- each sandbox identity in the page, in identity order) as live operations;
 -- existing operations are never changed. The shell counts the rows inserted.
+-- @on_conflict@ is `ON CONFLICT (provider, sandbox_id, routing_domain_key) DO
+-- NOTHING`, or nothing for the shell's optimistic attempt in a subtransaction
+-- (applied_page.rs: a unique violation rolls it back and the page is
+-- inserted with ON CONFLICT instead).
 INSERT INTO @ledger@.runtime_sandbox_operations (
     operation_key, provider, run_id, attempt, org_id, environment,
     sandbox_id, routing_domain, state, provider_created_at
@@ -10,4 +14,4 @@ SELECT winner.operation_key, winner.provider, winner.run_id, winner.attempt, win
 FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[], $8::text[],
             $9::timestamptz[])
      AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)
-ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+@on_conflict@

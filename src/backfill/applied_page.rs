@@ -9,7 +9,7 @@
 //! (the rows inserted are the statement's row count).
 
 use super::cursor::Cursor;
-use super::resources::{self, Fields, Resource};
+use super::resources::{self, Fields, InsertMode, Resource};
 use super::sql::Position;
 use crate::args::SchemaName;
 use crate::fast_hash::FastMap;
@@ -18,6 +18,8 @@ use pgrx::datum::{DatumWithOid, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use pgrx::PgOid;
+use pgrx::{PgSqlErrorCode, PgTryBuilder};
+use std::panic::AssertUnwindSafe;
 use pgrx::FromDatum;
 use std::cell::{Cell, RefCell};
 
@@ -35,9 +37,11 @@ pub(super) struct AppliedPage {
 }
 
 thread_local! {
-    /// The INSERT of the winners, planned once per backend and ledger schema
-    /// (PostgreSQL's plan cache replans it when the tables change).
-    static INSERT_PLAN: RefCell<Option<(String, OwnedPreparedStatement)>> = const { RefCell::new(None) };
+    /// The INSERTs of the winners, planned once per backend, ledger schema and
+    /// form (PostgreSQL's plan cache replans them when the tables change).
+    static INSERT_PLANS: RefCell<FastMap<(String, Insert), OwnedPreparedStatement>> = RefCell::new(FastMap::default());
+    /// Whether the next page tries the optimistic insert.
+    static INSERT_MODE: Cell<InsertMode> = const { Cell::new(InsertMode::new()) };
     /// The attempts fetches, planned once per backend, ledger, keyset kind and fetch size.
     static FETCH_PLANS: RefCell<FastMap<(String, &'static str, i64), OwnedPreparedStatement>> =
         RefCell::new(FastMap::default());
@@ -404,15 +408,83 @@ fn insert_winners(
             pg_sys::TIMESTAMPTZARRAYOID,
         ),
     ];
-    let table = INSERT_PLAN.with_borrow_mut(|cached| {
-        if cached.as_ref().is_none_or(|(quoted, _)| *quoted != ledger.quoted) {
-            let sql = INSERT_OPERATIONS.replace("@ledger@", &ledger.quoted);
+    let count = winners.len() as i64;
+    if INSERT_MODE.with(Cell::get).optimistic() {
+        if let Some(inserted) = insert_without_conflicts(client, ledger, &args) {
+            return inserted;
+        }
+        INSERT_MODE.with(|m| m.set(InsertMode::after_conflict()));
+    }
+    let inserted = run_insert(client, ledger, Insert::OnConflictDoNothing, &args);
+    INSERT_MODE.with(|m| m.set(m.get().after_page(inserted == count)));
+    inserted
+}
+
+/// The two forms of the winners' INSERT.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Insert {
+    /// `ON CONFLICT (identity) DO NOTHING`: the page SQL's insert.
+    OnConflictDoNothing,
+    /// A plain INSERT: cheaper (no speculative pre-check of the identity
+    /// index per row), and the same rows when no winner's identity exists yet.
+    Plain,
+}
+
+/// Run one form of the INSERT (its plan kept per backend and ledger); the rows inserted.
+fn run_insert(client: &mut SpiClient<'_>, ledger: &SchemaName, insert: Insert, args: &[DatumWithOid<'static>]) -> i64 {
+    INSERT_PLANS.with_borrow_mut(|plans| {
+        let key = (ledger.quoted.clone(), insert);
+        if !plans.contains_key(&key) {
+            let on_conflict = match insert {
+                Insert::OnConflictDoNothing => "ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING",
+                Insert::Plain => "",
+            };
+            let sql = INSERT_OPERATIONS.replace("@on_conflict@", on_conflict).replace("@ledger@", &ledger.quoted);
             let types = args.iter().map(|a| PgOid::from(a.oid())).collect::<Vec<_>>();
             let plan = client.prepare_mut(sql.as_str(), &types).unwrap_or_else(|e| fail(ledger, e)).keep();
-            *cached = Some((ledger.quoted.clone(), plan));
+            plans.insert(key.clone(), plan);
         }
-        let (_, plan) = cached.as_ref().expect("prepared above");
-        client.update(plan, None, &args).unwrap_or_else(|e| fail(ledger, e))
-    });
-    table.len() as i64
+        let table = client.update(&plans[&key], None, args).unwrap_or_else(|e| fail(ledger, e));
+        table.len() as i64
+    })
+}
+
+/// The optimistic insert: a plain INSERT in a subtransaction. `None` (and
+/// nothing written) when a winner's identity (or operation key) already
+/// exists: the caller inserts with ON CONFLICT DO NOTHING instead, so the
+/// rows written, the count and any error are the page SQL's. Any other error
+/// rolls the subtransaction back and is raised as it is.
+fn insert_without_conflicts(client: &mut SpiClient<'_>, ledger: &SchemaName, args: &[DatumWithOid<'static>]) -> Option<i64> {
+    // As PL/pgSQL runs a block with an EXCEPTION clause (pl_exec.c).
+    // SAFETY: the subtransaction is begun here and released or rolled back on every path below.
+    let (context, owner) = unsafe {
+        let saved = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(saved.0);
+        saved
+    };
+    let end = move |commit: bool| unsafe {
+        if commit {
+            pg_sys::ReleaseCurrentSubTransaction();
+        } else {
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+        }
+        pg_sys::MemoryContextSwitchTo(context);
+        pg_sys::CurrentResourceOwner = owner;
+    };
+    let client = std::cell::RefCell::new(client);
+    PgTryBuilder::new(AssertUnwindSafe(|| {
+        let inserted = run_insert(&mut client.borrow_mut(), ledger, Insert::Plain, args);
+        end(true);
+        Some(inserted)
+    }))
+    .catch_when(PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION, |_| {
+        end(false);
+        None
+    })
+    .catch_others(|error| {
+        end(false);
+        error.rethrow()
+    })
+    .execute()
 }

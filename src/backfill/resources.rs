@@ -343,6 +343,39 @@ pub fn attempts_to_fetch(wanted: usize, resources_per_attempt: f64) -> i64 {
     (fetch + step - 1) / step * step
 }
 
+/// When the applied page tries the optimistic insert: after a page whose
+/// winners all inserted; after a conflict, only once `CLEAN_PAGES` pages in a
+/// row have inserted all their winners with ON CONFLICT (so a stretch of
+/// pages that meet existing operations costs one rolled-back attempt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InsertMode {
+    clean_pages: u32,
+}
+
+const CLEAN_PAGES: u32 = 4;
+
+impl InsertMode {
+    pub const fn new() -> InsertMode {
+        InsertMode { clean_pages: CLEAN_PAGES }
+    }
+
+    pub fn optimistic(self) -> bool {
+        self.clean_pages >= CLEAN_PAGES
+    }
+
+    pub fn after_conflict() -> InsertMode {
+        InsertMode { clean_pages: 0 }
+    }
+
+    pub fn after_page(self, all_inserted: bool) -> InsertMode {
+        if all_inserted {
+            InsertMode { clean_pages: self.clean_pages.saturating_add(1) }
+        } else {
+            InsertMode::after_conflict()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,6 +483,22 @@ mod tests {
         // daytona < modal; within modal ("a", "") < ("a", "x") < ("b", "").
         assert_eq!(winners(&refs), vec![1, 5, 3, 0]);
         assert!(winners(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_optimistic_insert_waits_for_clean_pages_after_a_conflict() {
+        let mut mode = InsertMode::new();
+        assert!(mode.optimistic());
+        mode = mode.after_page(true);
+        assert!(mode.optimistic());
+        mode = InsertMode::after_conflict();
+        for _ in 0..CLEAN_PAGES {
+            assert!(!mode.optimistic());
+            mode = mode.after_page(true);
+        }
+        assert!(mode.optimistic());
+        assert!(!mode.after_page(false).optimistic());
+        assert!(!InsertMode::after_conflict().after_page(true).after_page(false).after_page(true).optimistic());
     }
 
     #[test]

@@ -511,3 +511,30 @@ fn backfill_orchestrator_pages_start_at_the_cursor_in_the_keyset_index() {
     // One fetch sized from the resources per attempt seen last (at most ten attempts a resource).
     assert!(read <= 1100, "read {read} attempt tuples for a 100-resource page");
 }
+
+#[pg_test]
+fn backfill_orchestrator_raises_what_the_page_sql_raises_and_writes_nothing() {
+    // An operation already holds the key a backfilled daytona "zz" would get,
+    // under another identity: no ON CONFLICT covers that, so both paths fail
+    // (the orchestrator's optimistic insert rolls back and falls back first).
+    for schema in ["bf_pk_fast", "bf_pk_sql"] {
+        ledger(schema);
+        run(&format!(
+            "INSERT INTO {schema}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id)
+             VALUES ('backfill:daytona:zz:', 'daytona', 'r1', 1, 'o', 'other')"
+        ));
+        attempt(schema, "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}, {}]'", daytona("yy"), daytona("zz")));
+    }
+    let sql = error_of("SELECT runtime_sandbox.backfill_sandbox_operations(10, NULL, 'bf_pk_sql')").expect("an error");
+    assert!(sql.starts_with("23505 duplicate key value violates unique constraint"), "{sql}");
+    for _ in 0..2 {
+        let fast = error_of("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_pk_fast')");
+        assert_eq!(fast.as_deref(), Some(sql.as_str()));
+        assert_eq!(int("SELECT count(*) FROM bf_pk_fast.runtime_sandbox_operations"), 1);
+        assert_eq!(int("SELECT count(*) FROM bf_pk_fast.control"), 0);
+    }
+    // The session goes on: after the key is freed, the page applies.
+    run("DELETE FROM bf_pk_fast.runtime_sandbox_operations");
+    let p = text("SELECT (p.phase, p.scanned_attempts, p.inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_pk_fast') p");
+    assert_eq!(p, "(complete,2,2)");
+}
