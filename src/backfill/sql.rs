@@ -11,7 +11,10 @@ use crate::shell::{check, existing_schema, raise_arg};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
+use crate::fast_hash::FastMap;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiResult, SpiTupleTable};
+use pgrx::PgOid;
+use std::cell::RefCell;
 use pgrx::{AllocatedByRust, PgSqlErrorCode};
 
 type Row = PgHeapTuple<'static, AllocatedByRust>;
@@ -38,6 +41,39 @@ enum PageKind {
     Preview,
 }
 
+thread_local! {
+    /// The orchestrator's small per-page statements, planned once per backend
+    /// (keyed by their SQL text, which names the ledger).
+    static KEPT: RefCell<FastMap<String, OwnedPreparedStatement>> = RefCell::new(FastMap::default());
+}
+
+/// Run `sql` with its plan kept per backend; `read` takes the result.
+fn kept<R>(
+    client: &mut SpiClient<'_>,
+    sql: &str,
+    args: &[DatumWithOid<'_>],
+    read: impl for<'t> FnOnce(SpiTupleTable<'t>) -> SpiResult<R>,
+) -> SpiResult<R> {
+    KEPT.with_borrow_mut(|plans| {
+        if !plans.contains_key(sql) {
+            if plans.len() >= 64 {
+                plans.clear();
+            }
+            let types: Vec<PgOid> = args.iter().map(|a| PgOid::from(a.oid())).collect();
+            let plan = client.prepare_mut(sql, &types)?.keep();
+            plans.insert(sql.to_owned(), plan);
+        }
+        read(client.update(&plans[sql], None, args)?)
+    })
+}
+
+/// The first column of the first row of `sql` (None: no row or NULL), its plan kept.
+fn kept_one<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid<'_>]) -> SpiResult<Option<T>> {
+    Spi::connect_mut(|client| {
+        kept(client, sql, args, |table| if table.is_empty() { Ok(None) } else { table.first().get_one::<T>() })
+    })
+}
+
 fn required<T>(argument: &'static str, value: Option<T>) -> T {
     value.unwrap_or_else(|| raise_arg(ArgError::new(argument, "must not be NULL")))
 }
@@ -46,7 +82,7 @@ fn required<T>(argument: &'static str, value: Option<T>) -> T {
 fn ledger(ledger_schema: Option<Name>) -> SchemaName {
     let name = required("ledger_schema", ledger_schema);
     let schema = existing_schema("ledger_schema", name.as_str());
-    let missing = Spi::get_one_with_args::<String>(LEDGER_TABLES, &[schema.name.as_str().into()])
+    let missing = kept_one::<String>(LEDGER_TABLES, &[schema.name.as_str().into()])
         .unwrap_or_else(|e| error!("runtime_sandbox: checking ledger tables failed: {e}"));
     if let Some(missing) = missing {
         raise_arg(ArgError::new(
@@ -149,15 +185,8 @@ fn preview_sandbox_operation_backfill(
 
 fn read_checkpoint(ledger: &SchemaName) -> Checkpoint {
     let sql = READ_CHECKPOINT.replace("@ledger@", &ledger.quoted);
-    let value = Spi::connect(|client| {
-        let table = client.select(sql.as_str(), Some(1), &[checkpoint::CONTROL_KEY.into()])?;
-        if table.is_empty() {
-            Ok(None)
-        } else {
-            table.first().get_one::<String>()
-        }
-    })
-    .unwrap_or_else(|e: pgrx::spi::SpiError| error!("runtime_sandbox: reading the backfill checkpoint failed: {e}"));
+    let value = kept_one::<String>(&sql, &[checkpoint::CONTROL_KEY.into()])
+        .unwrap_or_else(|e| error!("runtime_sandbox: reading the backfill checkpoint failed: {e}"));
     checkpoint::read(value.as_deref()).unwrap_or_else(|e| checkpoint_error(ledger, e))
 }
 
@@ -177,7 +206,7 @@ fn checkpoint_error(ledger: &SchemaName, reason: String) -> ! {
 
 /// A stored cursor's timestamp text, parsed by PostgreSQL as the application's SQL does.
 fn position(cursor: Cursor<String>) -> Position {
-    let at = Spi::get_one_with_args::<TimestampWithTimeZone>("SELECT $1::timestamptz", &[cursor.updated_at.as_str().into()])
+    let at = kept_one::<TimestampWithTimeZone>("SELECT $1::timestamptz", &[cursor.updated_at.as_str().into()])
         .unwrap_or_else(|e| error!("runtime_sandbox: backfill checkpoint cursor.updatedAt: {e}"))
         .expect("a non-NULL text casts to a non-NULL timestamptz");
     Cursor { updated_at: at, run_id: cursor.run_id, attempt: cursor.attempt, resource_ordinal: cursor.resource_ordinal }
@@ -185,8 +214,7 @@ fn position(cursor: Cursor<String>) -> Position {
 
 fn write_checkpoint(client: &mut SpiClient<'_>, ledger: &SchemaName, value: &str) {
     let sql = WRITE_CHECKPOINT.replace("@ledger@", &ledger.quoted);
-    client
-        .update(sql.as_str(), None, &[checkpoint::CONTROL_KEY.into(), value.into()])
+    kept(client, &sql, &[checkpoint::CONTROL_KEY.into(), value.into()], |_| Ok(()))
         .unwrap_or_else(|e| error!("runtime_sandbox: writing the backfill checkpoint failed: {e}"));
 }
 
@@ -203,7 +231,7 @@ fn progress_row(phase: Phase, dry_run: bool, totals: Totals, projected: i64, nex
         next.map(|c| c.attempt).into(),
         next.map(|c| c.resource_ordinal).into(),
     ];
-    Spi::get_one_with_args::<Row>(PROGRESS, &args)
+    kept_one::<Row>(PROGRESS, &args)
         .unwrap_or_else(|e| error!("runtime_sandbox: building backfill progress failed: {e}"))
         .expect("a row")
 }
