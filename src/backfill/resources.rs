@@ -354,6 +354,12 @@ pub struct InsertMode {
 
 const CLEAN_PAGES: u32 = 4;
 
+impl Default for InsertMode {
+    fn default() -> InsertMode {
+        InsertMode::new()
+    }
+}
+
 impl InsertMode {
     pub const fn new() -> InsertMode {
         InsertMode { clean_pages: CLEAN_PAGES }
