@@ -3,10 +3,13 @@
 //! with less work. The page SQL expands every resource with
 //! jsonb_array_elements and eight `->>`, sorts, ranks with a window function,
 //! materializes CTEs and joins RETURNING back to build targets the
-//! orchestrator never reports; here one keyset query fetches the attempts,
-//! resources.rs reads their jsonb in one pass and picks the winners, and one
-//! INSERT … SELECT FROM unnest(arrays) … ON CONFLICT DO NOTHING writes them
-//! (the rows inserted are the statement's row count).
+//! orchestrator never reports. Here one keyset query fetches the attempts,
+//! resources.rs reads their jsonb in place and picks the winners, and one
+//! INSERT … SELECT FROM unnest(arrays) writes them (the rows inserted are the
+//! statement's row count): first as a plain INSERT in a subtransaction, which
+//! skips ON CONFLICT's per-row pre-check of the identity index, and on a
+//! unique violation again with `ON CONFLICT … DO NOTHING`, so the rows, counts
+//! and errors are the page SQL's. Every statement keeps its plan per backend.
 
 use super::cursor::Cursor;
 use super::resources::{self, Fields, InsertMode, Resource};
@@ -17,11 +20,11 @@ use crate::pg_types::JsonbBytes;
 use pgrx::datum::{DatumWithOid, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
+use pgrx::FromDatum;
 use pgrx::PgOid;
 use pgrx::{PgSqlErrorCode, PgTryBuilder};
-use std::panic::AssertUnwindSafe;
-use pgrx::FromDatum;
 use std::cell::{Cell, RefCell};
+use std::panic::AssertUnwindSafe;
 
 const PAGE_ATTEMPTS: &str = include_str!("../../sql/backfill/page_attempts.sql");
 const RESOURCE_FIELDS: &str = include_str!("../../sql/backfill/resource_fields.sql");
@@ -60,24 +63,12 @@ struct Attempt {
 /// resources after its ordinal only), or after an attempt already fetched.
 enum FetchFrom {
     Start,
-    Cursor {
-        updated_at: TimestampWithTimeZone,
-        run_id: Vec<u8>,
-        attempt: i32,
-        ordinal: i32,
-    },
-    After {
-        updated_at: TimestampWithTimeZone,
-        run_id: Vec<u8>,
-        attempt: i32,
-    },
+    Cursor { updated_at: TimestampWithTimeZone, run_id: Vec<u8>, attempt: i32, ordinal: i32 },
+    After { updated_at: TimestampWithTimeZone, run_id: Vec<u8>, attempt: i32 },
 }
 
 fn fail(ledger: &SchemaName, e: impl std::fmt::Display) -> ! {
-    error!(
-        "runtime_sandbox: backfill page on {} failed: {e}",
-        ledger.name
-    )
+    error!("runtime_sandbox: backfill page on {} failed: {e}", ledger.name)
 }
 
 /// The bytes of a non-NULL varlena datum (detoasted if needed; the copy, if
@@ -88,10 +79,7 @@ fn fail(ledger: &SchemaName, e: impl std::fmt::Display) -> ! {
 unsafe fn varlena_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
     unsafe {
         let detoasted = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr::<pg_sys::varlena>());
-        std::slice::from_raw_parts(
-            pgrx::vardata_any(detoasted) as *const u8,
-            pgrx::varsize_any_exhdr(detoasted),
-        )
+        std::slice::from_raw_parts(pgrx::vardata_any(detoasted) as *const u8, pgrx::varsize_any_exhdr(detoasted))
     }
 }
 
@@ -108,11 +96,7 @@ impl Rows {
         unsafe {
             Rows {
                 table: pg_sys::SPI_tuptable,
-                count: if pg_sys::SPI_tuptable.is_null() {
-                    0
-                } else {
-                    pg_sys::SPI_processed as usize
-                },
+                count: if pg_sys::SPI_tuptable.is_null() { 0 } else { pg_sys::SPI_processed as usize },
             }
         }
     }
@@ -137,12 +121,7 @@ impl Rows {
 
 fn text_datum(bytes: &[u8]) -> pg_sys::Datum {
     // SAFETY: copies `bytes` into a new text in the current memory context.
-    unsafe {
-        pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(
-            bytes.as_ptr().cast(),
-            bytes.len() as i32,
-        ))
-    }
+    unsafe { pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(bytes.as_ptr().cast(), bytes.len() as i32)) }
 }
 
 fn text_arg(bytes: &[u8]) -> DatumWithOid<'static> {
@@ -156,10 +135,8 @@ fn array_arg(
     element: pg_sys::Oid,
     array_oid: pg_sys::Oid,
 ) -> DatumWithOid<'static> {
-    let (mut datums, mut nulls): (Vec<pg_sys::Datum>, Vec<bool>) = values
-        .into_iter()
-        .map(|v| (v.unwrap_or(pg_sys::Datum::from(0)), v.is_none()))
-        .unzip();
+    let (mut datums, mut nulls): (Vec<pg_sys::Datum>, Vec<bool>) =
+        values.into_iter().map(|v| (v.unwrap_or(pg_sys::Datum::from(0)), v.is_none())).unzip();
     let (mut length, mut by_value, mut align) = (0i16, false, 0 as std::ffi::c_char);
     let mut dims = [datums.len() as i32];
     let mut lower_bounds = [1i32];
@@ -183,28 +160,20 @@ fn array_arg(
 
 /// The resources of one attempt's resource_json: read here, or by the server
 /// when a field the page reads is a number or a container.
-fn attempt_resources(
-    client: &SpiClient<'_>,
-    ledger: &SchemaName,
-    json: pg_sys::Datum,
-) -> Vec<Resource> {
+fn attempt_resources(client: &SpiClient<'_>, ledger: &SchemaName, json: pg_sys::Datum) -> Vec<Resource> {
     // SAFETY: a non-NULL jsonb datum of the current tuple table.
-    let payload = unsafe { JsonbBytes::from_polymorphic_datum(json, false, pg_sys::JSONBOID) }
-        .expect("not NULL");
+    let payload = unsafe { JsonbBytes::from_polymorphic_datum(json, false, pg_sys::JSONBOID) }.expect("not NULL");
     if let Some(found) = resources::from_jsonb(payload.as_bytes()) {
         return found;
     }
     // SAFETY: the jsonb datum, typed as jsonb.
     let arg = unsafe { DatumWithOid::new(json, pg_sys::JSONBOID) };
-    client
-        .select(RESOURCE_FIELDS, None, &[arg])
-        .unwrap_or_else(|e| fail(ledger, e));
+    client.select(RESOURCE_FIELDS, None, &[arg]).unwrap_or_else(|e| fail(ledger, e));
     let rows = Rows::of_last_statement();
     let mut found = Vec::new();
     for row in 0..rows.count {
         // SAFETY: resource.ordinal::integer is never NULL.
-        let ordinal = unsafe { i32::from_datum(rows.datum(row, 1).expect("an ordinal"), false) }
-            .expect("an ordinal");
+        let ordinal = unsafe { i32::from_datum(rows.datum(row, 1).expect("an ordinal"), false) }.expect("an ordinal");
         let fields = Fields {
             kind: rows.bytes(row, 2),
             sandbox_id: rows.bytes(row, 3),
@@ -286,10 +255,8 @@ pub(super) fn apply_page(
             // by the table, the last by the query); the datums are of the columns' types.
             let (updated_at, attempt) = unsafe {
                 (
-                    TimestampWithTimeZone::from_datum(rows.datum(row, 1).expect("NOT NULL"), false)
-                        .expect("NOT NULL"),
-                    i32::from_datum(rows.datum(row, 3).expect("NOT NULL"), false)
-                        .expect("NOT NULL"),
+                    TimestampWithTimeZone::from_datum(rows.datum(row, 1).expect("NOT NULL"), false).expect("NOT NULL"),
+                    i32::from_datum(rows.datum(row, 3).expect("NOT NULL"), false).expect("NOT NULL"),
                 )
             };
             let run_id = rows.bytes(row, 2).expect("NOT NULL").to_vec();
@@ -298,12 +265,11 @@ pub(super) fn apply_page(
             // SAFETY: has_run is a NOT NULL boolean.
             let has_run = unsafe { bool::from_datum(rows.datum(row, 6).expect("NOT NULL"), false) }.expect("NOT NULL");
             let skip_through = match &from {
-                FetchFrom::Cursor {
-                    updated_at: u,
-                    run_id: r,
-                    attempt: a,
-                    ordinal,
-                } if *u == updated_at && *r == run_id && *a == attempt => *ordinal,
+                FetchFrom::Cursor { updated_at: u, run_id: r, attempt: a, ordinal }
+                    if *u == updated_at && *r == run_id && *a == attempt =>
+                {
+                    *ordinal
+                }
                 _ => 0,
             };
             let index = attempts.len();
@@ -314,12 +280,7 @@ pub(super) fn apply_page(
                     page.push((index, resource));
                 }
             }
-            attempts.push(Attempt {
-                updated_at,
-                run_id,
-                attempt,
-                org_id,
-            });
+            attempts.push(Attempt { updated_at, run_id, attempt, org_id });
             if page.len() == limit {
                 break;
             }
@@ -328,11 +289,7 @@ pub(super) fn apply_page(
             break;
         }
         let last = attempts.last().expect("a full fetch has attempts");
-        from = FetchFrom::After {
-            updated_at: last.updated_at,
-            run_id: last.run_id.clone(),
-            attempt: last.attempt,
-        };
+        from = FetchFrom::After { updated_at: last.updated_at, run_id: last.run_id.clone(), attempt: last.attempt };
     }
     if !attempts.is_empty() {
         RESOURCES_PER_ATTEMPT.with(|r| r.set(page.len() as f64 / attempts.len() as f64));
@@ -343,10 +300,7 @@ pub(super) fn apply_page(
         let attempt = &attempts[*index];
         // SAFETY: timestamptz_out of a timestamptz: `updated_at::text` as the page SQL prints it.
         let text = unsafe {
-            pgrx::direct_function_call::<&std::ffi::CStr>(
-                pg_sys::timestamptz_out,
-                &[attempt.updated_at.into_datum()],
-            )
+            pgrx::direct_function_call::<&std::ffi::CStr>(pg_sys::timestamptz_out, &[attempt.updated_at.into_datum()])
         }
         .expect("timestamptz_out returns text")
         .to_string_lossy()
@@ -359,12 +313,7 @@ pub(super) fn apply_page(
         };
         (cursor, text)
     });
-    AppliedPage {
-        scanned: page.len() as i64,
-        inserted,
-        has_more: page.len() == limit,
-        next,
-    }
+    AppliedPage { scanned: page.len() as i64, inserted, has_more: page.len() == limit, next }
 }
 
 /// Insert the page's winners; returns how many rows were inserted.
@@ -379,13 +328,9 @@ fn insert_winners(
     if winners.is_empty() {
         return 0;
     }
-    let column =
-        |f: &dyn Fn(&Attempt, &Resource) -> Option<pg_sys::Datum>| -> Vec<Option<pg_sys::Datum>> {
-            winners
-                .iter()
-                .map(|&i| f(&attempts[page[i].0], &page[i].1))
-                .collect()
-        };
+    let column = |f: &dyn Fn(&Attempt, &Resource) -> Option<pg_sys::Datum>| -> Vec<Option<pg_sys::Datum>> {
+        winners.iter().map(|&i| f(&attempts[page[i].0], &page[i].1)).collect()
+    };
     let texts = |f: &dyn Fn(&Attempt, &Resource) -> Option<pg_sys::Datum>| {
         array_arg(column(f), pg_sys::TEXTOID, pg_sys::TEXTARRAYOID)
     };
@@ -393,20 +338,12 @@ fn insert_winners(
         texts(&|_, r| Some(text_datum(&r.operation_key()))),
         texts(&|_, r| Some(text_datum(r.provider.as_str().as_bytes()))),
         texts(&|a, _| Some(text_datum(&a.run_id))),
-        array_arg(
-            column(&|a, _| Some(pg_sys::Datum::from(a.attempt))),
-            pg_sys::INT4OID,
-            pg_sys::INT4ARRAYOID,
-        ),
+        array_arg(column(&|a, _| Some(pg_sys::Datum::from(a.attempt))), pg_sys::INT4OID, pg_sys::INT4ARRAYOID),
         texts(&|a, _| a.org_id.as_deref().map(text_datum)),
         texts(&|_, r| Some(text_datum(&r.environment))),
         texts(&|_, r| Some(text_datum(&r.sandbox_id))),
         texts(&|_, r| r.routing_domain.as_deref().map(text_datum)),
-        array_arg(
-            column(&|a, _| a.updated_at.into_datum()),
-            pg_sys::TIMESTAMPTZOID,
-            pg_sys::TIMESTAMPTZARRAYOID,
-        ),
+        array_arg(column(&|a, _| a.updated_at.into_datum()), pg_sys::TIMESTAMPTZOID, pg_sys::TIMESTAMPTZARRAYOID),
     ];
     let count = winners.len() as i64;
     if INSERT_MODE.with(Cell::get).optimistic() {
@@ -454,7 +391,11 @@ fn run_insert(client: &mut SpiClient<'_>, ledger: &SchemaName, insert: Insert, a
 /// exists: the caller inserts with ON CONFLICT DO NOTHING instead, so the
 /// rows written, the count and any error are the page SQL's. Any other error
 /// rolls the subtransaction back and is raised as it is.
-fn insert_without_conflicts(client: &mut SpiClient<'_>, ledger: &SchemaName, args: &[DatumWithOid<'static>]) -> Option<i64> {
+fn insert_without_conflicts(
+    client: &mut SpiClient<'_>,
+    ledger: &SchemaName,
+    args: &[DatumWithOid<'static>],
+) -> Option<i64> {
     // As PL/pgSQL runs a block with an EXCEPTION clause (pl_exec.c).
     // SAFETY: the subtransaction is begun here and released or rolled back on every path below.
     let (context, owner) = unsafe {

@@ -51,25 +51,13 @@ pub struct Resource {
 impl Resource {
     /// The operation identity (provider, sandbox id, routing_domain_key), compared bytewise.
     pub fn identity(&self) -> (Provider, &[u8], &[u8]) {
-        (
-            self.provider,
-            &self.sandbox_id,
-            self.routing_domain.as_deref().unwrap_or(b""),
-        )
+        (self.provider, &self.sandbox_id, self.routing_domain.as_deref().unwrap_or(b""))
     }
 
     /// `'backfill:' || provider || ':' || sandbox_id || ':' || routing_domain_key`.
     pub fn operation_key(&self) -> Vec<u8> {
         let (provider, sandbox_id, domain_key) = self.identity();
-        [
-            b"backfill:",
-            provider.as_str().as_bytes(),
-            b":",
-            sandbox_id,
-            b":",
-            domain_key,
-        ]
-        .concat()
+        [b"backfill:", provider.as_str().as_bytes(), b":", sandbox_id, b":", domain_key].concat()
     }
 }
 
@@ -90,9 +78,8 @@ pub fn resource(ordinal: i32, fields: &Fields<'_>) -> Option<Resource> {
         Provider::Modal => non_empty(fields.modal_app_id),
         Provider::Daytona => non_empty(fields.daytona_organization_id),
     };
-    let environment = non_empty(fields.runtime_environment)
-        .or(non_empty(fields.daytona_environment))
-        .unwrap_or(b"production");
+    let environment =
+        non_empty(fields.runtime_environment).or(non_empty(fields.daytona_environment)).unwrap_or(b"production");
     Some(Resource {
         ordinal,
         provider,
@@ -320,9 +307,7 @@ mod binary {
 /// inserts them in.
 pub fn winners(page: &[&Resource]) -> Vec<usize> {
     let mut seen = FastSet::with_capacity_and_hasher(page.len(), Default::default());
-    let mut first: Vec<usize> = (0..page.len())
-        .filter(|&i| seen.insert(page[i].identity()))
-        .collect();
+    let mut first: Vec<usize> = (0..page.len()).filter(|&i| seen.insert(page[i].identity())).collect();
     first.sort_unstable_by(|&a, &b| page[a].identity().cmp(&page[b].identity()));
     first
 }
@@ -333,11 +318,7 @@ pub fn winners(page: &[&Resource]) -> Vec<usize> {
 /// to a multiple of 8 (to 64 beyond 64) so that few fetch sizes, each with
 /// its kept plan, serve every page.
 pub fn attempts_to_fetch(wanted: usize, resources_per_attempt: f64) -> i64 {
-    let rate = if resources_per_attempt.is_finite() {
-        resources_per_attempt.clamp(0.1, 1000.0)
-    } else {
-        1.0
-    };
+    let rate = if resources_per_attempt.is_finite() { resources_per_attempt.clamp(0.1, 1000.0) } else { 1.0 };
     let fetch = ((wanted as f64 / rate) * 1.05).ceil() as i64 + 4;
     let step = if fetch <= 64 { 8 } else { 64 };
     (fetch + step - 1) / step * step
@@ -387,11 +368,7 @@ mod tests {
     use super::*;
 
     fn fields<'a>(kind: &'a str, sandbox_id: &'a str) -> Fields<'a> {
-        Fields {
-            kind: Some(kind.as_bytes()),
-            sandbox_id: Some(sandbox_id.as_bytes()),
-            ..Fields::default()
-        }
+        Fields { kind: Some(kind.as_bytes()), sandbox_id: Some(sandbox_id.as_bytes()), ..Fields::default() }
     }
 
     #[test]
@@ -400,22 +377,8 @@ mod tests {
         assert!(resource(1, &fields("modal_sandbox", "a")).is_some());
         assert!(resource(1, &fields("docker", "a")).is_none());
         assert!(resource(1, &fields("daytona_sandbox", "")).is_none());
-        assert!(resource(
-            1,
-            &Fields {
-                sandbox_id: Some(b"a"),
-                ..Fields::default()
-            }
-        )
-        .is_none());
-        assert!(resource(
-            1,
-            &Fields {
-                kind: Some(b"modal_sandbox"),
-                ..Fields::default()
-            }
-        )
-        .is_none());
+        assert!(resource(1, &Fields { sandbox_id: Some(b"a"), ..Fields::default() }).is_none());
+        assert!(resource(1, &Fields { kind: Some(b"modal_sandbox"), ..Fields::default() }).is_none());
     }
 
     #[test]
@@ -434,30 +397,13 @@ mod tests {
         assert_eq!(r.environment, b"staging");
         assert_eq!(r.operation_key(), b"backfill:modal:sb:app");
 
-        let d = resource(
-            1,
-            &Fields {
-                kind: Some(b"daytona_sandbox"),
-                modal_app_id: Some(b""),
-                ..f
-            },
-        )
-        .unwrap();
+        let d = resource(1, &Fields { kind: Some(b"daytona_sandbox"), modal_app_id: Some(b""), ..f }).unwrap();
         assert_eq!(d.provider, Provider::Daytona);
         assert_eq!(d.routing_domain.as_deref(), Some(&b"org"[..]));
 
-        let bare = resource(
-            1,
-            &Fields {
-                daytona_organization_id: Some(b""),
-                ..fields("daytona_sandbox", "x")
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            (bare.routing_domain.as_deref(), bare.environment.as_slice()),
-            (None, &b"production"[..])
-        );
+        let bare =
+            resource(1, &Fields { daytona_organization_id: Some(b""), ..fields("daytona_sandbox", "x") }).unwrap();
+        assert_eq!((bare.routing_domain.as_deref(), bare.environment.as_slice()), (None, &b"production"[..]));
         assert_eq!(bare.operation_key(), b"backfill:daytona:x:");
         let runtime = Fields {
             runtime_environment: Some(b"dev"),
@@ -568,10 +514,18 @@ mod tests {
                     data.resize((data.len() + 3) & !3, 0);
                     let bytes = if let J::Num = child { vec![9u8; 8] } else { container(child, stride) };
                     data.extend_from_slice(&bytes);
-                    if let J::Num = child { 0x1000_0000 } else { 0x5000_0000 }
+                    if let J::Num = child {
+                        0x1000_0000
+                    } else {
+                        0x5000_0000
+                    }
                 }
             };
-            let entry = if i % stride == 0 { kind | 0x8000_0000 | data.len() as u32 } else { kind | (data.len() - start) as u32 };
+            let entry = if i % stride == 0 {
+                kind | 0x8000_0000 | data.len() as u32
+            } else {
+                kind | (data.len() - start) as u32
+            };
             entries.push(entry);
         }
         let mut out = (flags | children.len() as u32).to_ne_bytes().to_vec();
@@ -589,13 +543,25 @@ mod tests {
     #[test]
     fn jsonb_resources_are_read_in_place() {
         let doc = J::Arr(vec![
-            sandbox("daytona_sandbox", J::Str("d1"), vec![("daytonaOrganizationId", J::Str("org")), ("runtimeEnvironment", J::Str("")), ("daytonaEnvironment", J::Str("dev"))]),
+            sandbox(
+                "daytona_sandbox",
+                J::Str("d1"),
+                vec![
+                    ("daytonaOrganizationId", J::Str("org")),
+                    ("runtimeEnvironment", J::Str("")),
+                    ("daytonaEnvironment", J::Str("dev")),
+                ],
+            ),
             J::Str("not an object"),
             J::Null,
             J::Arr(vec![sandbox("modal_sandbox", J::Str("nested"), vec![])]),
             sandbox("docker", J::Str("x"), vec![]),
             J::Obj(vec![("kind", J::Num), ("sandboxId", J::Str("k"))]),
-            sandbox("modal_sandbox", J::Bool(true), vec![("modalAppId", J::Null), ("runtimeEnvironment", J::Bool(false)), ("other", J::Num)]),
+            sandbox(
+                "modal_sandbox",
+                J::Bool(true),
+                vec![("modalAppId", J::Null), ("runtimeEnvironment", J::Bool(false)), ("other", J::Num)],
+            ),
             sandbox("modal_sandbox", J::Str(""), vec![]),
             sandbox("daytona_sandbox", J::Str("ü"), vec![("unrelated", J::Obj(vec![("a", J::Num)]))]),
         ]);
@@ -629,8 +595,13 @@ mod tests {
 
     #[test]
     fn numbers_and_containers_the_page_reads_go_to_the_server() {
-        for (key, value) in [("sandboxId", J::Num), ("modalAppId", J::Arr(vec![])), ("daytonaEnvironment", J::Obj(vec![]))] {
-            let doc = J::Arr(vec![sandbox("modal_sandbox", J::Str("m"), vec![]), J::Obj(vec![("kind", J::Str("modal_sandbox")), (key, value)])]);
+        for (key, value) in
+            [("sandboxId", J::Num), ("modalAppId", J::Arr(vec![])), ("daytonaEnvironment", J::Obj(vec![]))]
+        {
+            let doc = J::Arr(vec![
+                sandbox("modal_sandbox", J::Str("m"), vec![]),
+                J::Obj(vec![("kind", J::Str("modal_sandbox")), (key, value)]),
+            ]);
             assert_eq!(from_jsonb(&encode(&doc, 32)), None, "{key}");
         }
         // Only sandbox kinds are read: a number elsewhere does not matter.
@@ -640,7 +611,8 @@ mod tests {
 
     #[test]
     fn truncated_jsonb_goes_to_the_server_without_panicking() {
-        let bytes = encode(&J::Arr(vec![sandbox("modal_sandbox", J::Str("m"), vec![("modalAppId", J::Str("app"))])]), 32);
+        let bytes =
+            encode(&J::Arr(vec![sandbox("modal_sandbox", J::Str("m"), vec![("modalAppId", J::Str("app"))])]), 32);
         for len in 0..bytes.len() {
             let _ = from_jsonb(&bytes[..len]);
         }
