@@ -6,16 +6,15 @@ use super::checkpoint::{self, Checkpoint, Phase};
 use super::cursor::{after_argument, Cursor};
 use super::progress::{clamp_max_batches, phase_after_page, run_lock_key, run_max_batches, Totals};
 use crate::args::{self, ArgError, SchemaName};
+use crate::fast_hash::FastMap;
 use crate::pg_types::Name;
 use crate::shell::{check, existing_schema, raise_arg};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
-use crate::fast_hash::FastMap;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiResult, SpiTupleTable};
-use pgrx::PgOid;
+use pgrx::{AllocatedByRust, PgOid, PgSqlErrorCode};
 use std::cell::RefCell;
-use pgrx::{AllocatedByRust, PgSqlErrorCode};
 
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
