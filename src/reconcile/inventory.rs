@@ -3,7 +3,7 @@
 //! become NULL, duplicates of one identity collapse in first-seen order).
 
 use crate::args::ArgError;
-use crate::fast_hash::{FastMap, FastSet};
+use crate::fast_hash::FastSet;
 use crate::stock::json;
 
 /// One physical Daytona sandbox as the provider lists it.
@@ -104,16 +104,6 @@ pub fn inventory_from_value(value: &json::Value) -> Result<Vec<InventoryItem>, A
 
 fn blank_is_null(value: Option<&str>) -> Option<&str> {
     value.map(js_trim).filter(|t| !t.is_empty())
-}
-
-/// Operation labels carried by exactly one normalized item: only these may
-/// recover a reserved create (a label seen twice proves nothing).
-pub fn unique_operation_keys(items: &[InventoryItem]) -> FastSet<&str> {
-    let mut counts: FastMap<&str, usize> = FastMap::default();
-    for key in items.iter().filter_map(|i| i.operation_key.as_deref()) {
-        *counts.entry(key).or_default() += 1;
-    }
-    counts.into_iter().filter(|&(_, n)| n == 1).map(|(k, _)| k).collect()
 }
 
 /// The inventory as parallel columns, the shape the SQL unnests.

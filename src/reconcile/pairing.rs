@@ -9,12 +9,8 @@
 //! routing domains where the application uses it, and `coalesce(x, '')` where
 //! its JavaScript keys do.
 
-use super::inventory::{unique_operation_keys, InventoryItem};
+use super::inventory::InventoryItem;
 use crate::fast_hash::{FastMap, FastSet};
-
-fn set_with_capacity<K>(capacity: usize) -> FastSet<K> {
-    FastSet::with_capacity_and_hasher(capacity, Default::default())
-}
 
 /// Live and deleting production Daytona operations, column by column.
 #[derive(Debug, Default, Clone)]
@@ -56,20 +52,24 @@ pub struct Ownership {
 /// `reserved_labels` holds one label per reserved production create with an
 /// open lease (a label repeats when several creates carry it).
 pub fn ownership(items: &[InventoryItem], reserved_labels: &[&str]) -> Ownership {
-    let mut creates: FastMap<&str, i64> = FastMap::with_capacity_and_hasher(reserved_labels.len(), Default::default());
+    // label -> (reserved creates carrying it, items carrying it). Only labels
+    // of reserved creates matter, so the map stays as small as they are few.
+    let mut labels: FastMap<&str, (i64, i64)> =
+        FastMap::with_capacity_and_hasher(reserved_labels.len(), Default::default());
     for label in reserved_labels {
-        *creates.entry(label).or_default() += 1;
+        labels.entry(label).or_default().0 += 1;
     }
-    let unique = unique_operation_keys(items);
     let mut reserved_rows = 0;
+    for item in items {
+        if let Some(counts) = item.operation_key.as_deref().and_then(|label| labels.get_mut(label)) {
+            counts.1 += 1;
+            reserved_rows += counts.0;
+        }
+    }
+    // Owned: the item's label is on a reserved create and on no other item.
     let owned = items
         .iter()
-        .map(|item| {
-            let Some(label) = item.operation_key.as_deref() else { return false };
-            let Some(&count) = creates.get(label) else { return false };
-            reserved_rows += count;
-            unique.contains(label)
-        })
+        .map(|item| item.operation_key.as_deref().and_then(|label| labels.get(label)).is_some_and(|c| c.1 == 1))
         .collect();
     Ownership { owned, reserved_rows }
 }
@@ -135,35 +135,86 @@ pub struct Inspection {
     pub seed_operations: Vec<usize>,
 }
 
-/// Distinct identities on `ids`, and the same identities with NULL routing
-/// domains as ''.
-fn identities_on<'a>(rows: &Identities<'a>, ids: &FastSet<&str>) -> (i64, FastSet<(&'a str, &'a str)>) {
-    let mut distinct = set_with_capacity(ids.len());
-    let mut coalesced = set_with_capacity(ids.len());
-    for (sandbox_id, routing_domain) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
-        let Some(sandbox_id) = *sandbox_id else { continue };
-        if ids.contains(sandbox_id) && distinct.insert((sandbox_id, *routing_domain)) {
-            coalesced.insert((sandbox_id, routing_domain.unwrap_or("")));
+/// The distinct routing domains of the leases (or terminal cleanups) on one
+/// matched sandbox id: nearly always one, so the first is kept inline.
+#[derive(Default)]
+struct Domains<'a> {
+    first: Option<Option<&'a str>>,
+    more: Vec<Option<&'a str>>,
+}
+
+impl<'a> Domains<'a> {
+    /// Record a row's routing domain; true when it was not seen yet
+    /// (NULL and '' are different rows, as in SQL's DISTINCT).
+    fn add(&mut self, domain: Option<&'a str>) -> bool {
+        match self.first {
+            None => {
+                self.first = Some(domain);
+                true
+            }
+            Some(first) if first == domain || self.more.contains(&domain) => false,
+            Some(_) => {
+                self.more.push(domain);
+                true
+            }
         }
     }
-    (distinct.len() as i64, coalesced)
+
+    /// Whether a row covers `domain`, NULL and '' alike (the application's keys).
+    fn covers(&self, domain: &str) -> bool {
+        self.first.iter().chain(&self.more).any(|d| d.unwrap_or("") == domain)
+    }
+}
+
+#[derive(Default)]
+struct Matched<'a> {
+    leases: Domains<'a>,
+    terminal: Domains<'a>,
+}
+
+/// Record `rows` on the matched sandbox ids they name; returns how many
+/// distinct (sandbox_id, routing_domain) rows that was.
+fn record<'a>(
+    rows: &Identities<'a>,
+    index: &FastMap<&str, usize>,
+    matched: &mut [Matched<'a>],
+    terminal: bool,
+) -> i64 {
+    let mut distinct = 0;
+    for (sandbox_id, domain) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
+        if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
+            let entry = &mut matched[entry];
+            let domains = if terminal { &mut entry.terminal } else { &mut entry.leases };
+            distinct += domains.add(*domain) as i64;
+        }
+    }
+    distinct
 }
 
 pub fn inspect(pairing: &Pairing, operations: &Operations, leases: &Identities, terminal: &Identities) -> Inspection {
-    let mut matched_ids = set_with_capacity(pairing.pairs.len());
+    // One entry per matched sandbox id; the leases and terminal cleanups on it
+    // are recorded there, so each row costs one lookup.
+    let mut index: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(pairing.pairs.len(), Default::default());
+    let mut matched: Vec<Matched> = Vec::with_capacity(pairing.pairs.len());
     for &(_, operation) in &pairing.pairs {
-        matched_ids.extend(operations.sandbox_ids[operation]);
+        if let Some(sandbox_id) = operations.sandbox_ids[operation] {
+            index.entry(sandbox_id).or_insert_with(|| {
+                matched.push(Matched::default());
+                matched.len() - 1
+            });
+        }
     }
-    let (lease_identities, leased) = identities_on(leases, &matched_ids);
-    let (terminal_identities, terminated) = identities_on(terminal, &matched_ids);
+    let lease_identities = record(leases, &index, &mut matched, false);
+    let terminal_identities = record(terminal, &index, &mut matched, true);
     let mut to_seed = 0;
     let mut seed_operations = Vec::new();
-    let mut seen = set_with_capacity(0);
+    let mut seen = FastSet::default();
     for &(_, operation) in &pairing.pairs {
         // Paired operations always have a sandbox id.
         let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
-        let identity = (sandbox_id, operations.routing_domains[operation].unwrap_or(""));
-        if leased.contains(&identity) || terminated.contains(&identity) {
+        let domain = operations.routing_domains[operation].unwrap_or("");
+        let entry = &matched[index[sandbox_id]];
+        if entry.leases.covers(domain) || entry.terminal.covers(domain) {
             continue;
         }
         to_seed += 1;
@@ -330,6 +381,25 @@ mod tests {
     const DOMAINS: [Option<&str>; 3] = [None, Some(""), Some("eu")];
 
     proptest! {
+        /// Owned: a unique label on a reserved create; rows: every (item, create) pair by label.
+        #[test]
+        fn ownership_agrees_with_the_naive_rule(
+            item_labels in proptest::collection::vec(proptest::option::of(0usize..5), 0..12),
+            reserved in proptest::collection::vec(0usize..5, 0..6),
+        ) {
+            const LABELS: [&str; 5] = ["k0", "k1", "k2", "k3", "k4"];
+            let items: Vec<InventoryItem> = item_labels.iter().enumerate()
+                .map(|(i, l)| item(&format!("sb{i}"), None, l.map(|l| LABELS[l]))).collect();
+            let reserved: Vec<&str> = reserved.iter().map(|&l| LABELS[l]).collect();
+            let owner = ownership(&items, &reserved);
+            let on_items = |label: &str| items.iter().filter(|i| i.operation_key.as_deref() == Some(label)).count();
+            let on_creates = |label: &str| reserved.iter().filter(|&&r| r == label).count() as i64;
+            let expected: Vec<bool> = items.iter()
+                .map(|i| i.operation_key.as_deref().is_some_and(|l| on_creates(l) > 0 && on_items(l) == 1)).collect();
+            let rows: i64 = items.iter().filter_map(|i| i.operation_key.as_deref()).map(on_creates).sum();
+            prop_assert_eq!(owner, Ownership { owned: expected, reserved_rows: rows });
+        }
+
         #[test]
         fn agrees_with_the_naive_sql(
             raw_items in proptest::collection::vec((0usize..4, 0usize..3, any::<bool>()), 0..12),
