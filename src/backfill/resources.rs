@@ -10,6 +10,7 @@
 //! reproduce), it answers `None` and the shell asks the server for the texts.
 
 use crate::fast_hash::FastSet;
+use crate::stock::jsonb_binary::{self as binary, DecodeError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Provider {
@@ -106,6 +107,12 @@ fn member_text<'a>(object: &binary::Container<'a>, key: &[u8]) -> Result<Option<
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NeedsServer;
 
+impl From<DecodeError> for NeedsServer {
+    fn from(_: DecodeError) -> Self {
+        NeedsServer
+    }
+}
+
 /// The sandbox resources of an attempt's `resource_json` (the payload of a
 /// non-NULL jsonb), in ordinal order: an array's elements, anything else as a
 /// one-element array. `None` when a field the page reads is a number or a
@@ -154,151 +161,6 @@ fn element_resource(ordinal: i32, object: &binary::Container<'_>) -> Result<Opti
         daytona_environment: member_text(object, b"daytonaEnvironment")?,
     };
     Ok(resource(ordinal, &fields))
-}
-
-/// Just enough of jsonb's binary container (src/include/utils/jsonb.h) to read
-/// the page's fields in place: no allocation, every offset checked.
-mod binary {
-    use super::NeedsServer;
-
-    const JB_CMASK: u32 = 0x0FFF_FFFF;
-    const JB_FSCALAR: u32 = 0x1000_0000;
-    const JB_FOBJECT: u32 = 0x2000_0000;
-    const JB_FARRAY: u32 = 0x4000_0000;
-    const JENTRY_OFFLENMASK: u32 = 0x0FFF_FFFF;
-    const JENTRY_TYPEMASK: u32 = 0x7000_0000;
-    const JENTRY_HAS_OFF: u32 = 0x8000_0000;
-    const JENTRY_ISSTRING: u32 = 0x0000_0000;
-    const JENTRY_ISNUMERIC: u32 = 0x1000_0000;
-    const JENTRY_ISBOOL_FALSE: u32 = 0x2000_0000;
-    const JENTRY_ISBOOL_TRUE: u32 = 0x3000_0000;
-    const JENTRY_ISNULL: u32 = 0x4000_0000;
-    const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
-
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Kind {
-        Array,
-        Object,
-        /// The one-element array a top-level scalar is stored as.
-        Scalar,
-    }
-
-    #[derive(Debug, Clone, Copy)]
-    pub struct Container<'a> {
-        pub kind: Kind,
-        /// Members (objects) or elements.
-        count: usize,
-        entries: &'a [u8],
-        data: &'a [u8],
-    }
-
-    #[derive(Debug, Clone, Copy)]
-    pub enum Item<'a> {
-        Null,
-        Bool(bool),
-        String(&'a [u8]),
-        Number,
-        Container(Container<'a>),
-    }
-
-    fn u32_at(bytes: &[u8], at: usize) -> Result<u32, NeedsServer> {
-        let b = bytes.get(at..at + 4).ok_or(NeedsServer)?;
-        Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    impl<'a> Container<'a> {
-        /// The container at the start of `bytes` (a jsonb payload, or a child's aligned bytes).
-        pub fn read(bytes: &'a [u8]) -> Result<Container<'a>, NeedsServer> {
-            let header = u32_at(bytes, 0)?;
-            let count = (header & JB_CMASK) as usize;
-            let kind = if header & JB_FOBJECT != 0 {
-                Kind::Object
-            } else if header & JB_FARRAY == 0 {
-                return Err(NeedsServer);
-            } else if header & JB_FSCALAR != 0 {
-                Kind::Scalar
-            } else {
-                Kind::Array
-            };
-            let children = if kind == Kind::Object { count * 2 } else { count };
-            let data_start = children.checked_mul(4).and_then(|n| n.checked_add(4)).ok_or(NeedsServer)?;
-            let entries = bytes.get(4..data_start).ok_or(NeedsServer)?;
-            Ok(Container { kind, count, entries, data: &bytes[data_start..] })
-        }
-
-        fn entry(&self, index: usize) -> Result<u32, NeedsServer> {
-            u32_at(self.entries, index * 4)
-        }
-
-        /// Where child `index`'s data starts (getJsonbOffset): lengths summed
-        /// back to the nearest entry that stores its end offset.
-        fn start(&self, index: usize) -> Result<usize, NeedsServer> {
-            let mut offset = 0usize;
-            for i in (0..index).rev() {
-                let entry = self.entry(i)?;
-                offset += (entry & JENTRY_OFFLENMASK) as usize;
-                if entry & JENTRY_HAS_OFF != 0 {
-                    break;
-                }
-            }
-            Ok(offset)
-        }
-
-        /// Child `index`, its data starting at `start`; also where it ends.
-        fn child_at(&self, index: usize, start: usize) -> Result<(Item<'a>, usize), NeedsServer> {
-            let entry = self.entry(index)?;
-            let field = (entry & JENTRY_OFFLENMASK) as usize;
-            let end = if entry & JENTRY_HAS_OFF != 0 { field } else { start + field };
-            let bytes = self.data.get(start..end).ok_or(NeedsServer)?;
-            let item = match entry & JENTRY_TYPEMASK {
-                JENTRY_ISSTRING => Item::String(bytes),
-                JENTRY_ISNULL => Item::Null,
-                JENTRY_ISBOOL_FALSE => Item::Bool(false),
-                JENTRY_ISBOOL_TRUE => Item::Bool(true),
-                JENTRY_ISNUMERIC => Item::Number,
-                JENTRY_ISCONTAINER => {
-                    // Containers start at the next 4-byte boundary.
-                    let aligned = (start + 3) & !3;
-                    let child = Container::read(self.data.get(aligned..end).ok_or(NeedsServer)?)?;
-                    if child.kind == Kind::Scalar {
-                        return Err(NeedsServer);
-                    }
-                    Item::Container(child)
-                }
-                _ => return Err(NeedsServer),
-            };
-            Ok((item, end))
-        }
-
-        /// The elements of an array, in order.
-        pub fn elements(self) -> impl Iterator<Item = Result<Item<'a>, NeedsServer>> {
-            let mut start = 0usize;
-            (0..self.count).map(move |i| {
-                let (item, end) = self.child_at(i, start)?;
-                start = end;
-                Ok(item)
-            })
-        }
-
-        /// An object's member `key` (`None`: absent).
-        pub fn get(&self, key: &[u8]) -> Result<Option<Item<'a>>, NeedsServer> {
-            if self.kind != Kind::Object {
-                return Ok(None);
-            }
-            let mut start = 0usize;
-            for i in 0..self.count {
-                let (name, end) = self.child_at(i, start)?;
-                start = end;
-                if let Item::String(name) = name {
-                    if name == key {
-                        let value = self.count + i;
-                        return self.child_at(value, self.start(value)?).map(|(item, _)| Some(item));
-                    }
-                }
-            }
-            Ok(None)
-        }
-    }
 }
 
 /// The resources an applied page inserts, given the page's resources in

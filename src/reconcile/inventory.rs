@@ -4,7 +4,7 @@
 
 use crate::args::ArgError;
 use crate::fast_hash::FastSet;
-use crate::stock::json;
+use crate::stock::jsonb_binary::{Container, DecodeError, Item, Kind};
 
 /// One physical Daytona sandbox as the provider lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,50 +51,49 @@ fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
     ArgError::new("inventory", format!("element {index}: {reason}"))
 }
 
-/// The `inventory` argument as JSON text (what the application sends): the
-/// same items and errors as the jsonb path, through the same rules.
-pub fn parse_inventory(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
-    let value = json::parse(text).map_err(|e| ArgError::new("inventory", format!("is not valid JSON: {e}")))?;
-    inventory_from_value(&value)
-}
-
-/// Read the `inventory` argument from jsonb's binary form (no `jsonb_out`, no
-/// text parse).
+/// Read the `inventory` argument from jsonb's binary form, in place (no
+/// `jsonb_out`, no text parse, no value tree). Validate element by element
+/// (the first bad element is named) and normalize: trim, blank optionals
+/// become NULL, duplicates of one identity collapse in first-seen order (a
+/// JavaScript Map's).
 pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgError> {
-    let value = crate::stock::jsonb_binary::decode(payload)
-        .map_err(|e| ArgError::new("inventory", format!("could not be read: {e}")))?;
-    inventory_from_value(&value)
-}
-
-/// Validate element by element (the first bad element is named) and
-/// normalize: trim, blank optionals become NULL, duplicates of one identity
-/// collapse in first-seen order (a JavaScript Map's).
-pub fn inventory_from_value(value: &json::Value) -> Result<Vec<InventoryItem>, ArgError> {
-    let json::Value::Array(elements) = value else {
-        return Err(ArgError::new("inventory", format!("must be a JSON array, got {}", value.kind())));
-    };
-    fn optional<'v>(index: usize, element: &'v json::Value, key: &str) -> Result<Option<&'v str>, ArgError> {
-        match element.member(key) {
-            None | Some(json::Value::Null) => Ok(None),
-            Some(json::Value::String(s)) => Ok(blank_is_null(Some(s))),
+    fn unreadable(e: DecodeError) -> ArgError {
+        ArgError::new("inventory", format!("could not be read: {e}"))
+    }
+    fn text(bytes: &[u8]) -> Result<&str, ArgError> {
+        std::str::from_utf8(bytes).map_err(|_| unreadable(DecodeError("a string is not UTF-8")))
+    }
+    fn optional<'v>(index: usize, object: &Container<'v>, key: &str) -> Result<Option<&'v str>, ArgError> {
+        match object.get(key.as_bytes()).map_err(unreadable)? {
+            None | Some(Item::Null) => Ok(None),
+            Some(Item::String(s)) => Ok(blank_is_null(Some(text(s)?))),
             Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", other.kind()))),
         }
     }
-    let mut seen = FastSet::with_capacity_and_hasher(elements.len(), Default::default());
-    let mut items = Vec::with_capacity(elements.len());
-    for (index, element) in elements.iter().enumerate() {
-        if !matches!(element, json::Value::Object(_)) {
-            return Err(item_error(index, format!("must be an object, got {}", element.kind())));
-        }
-        let sandbox_id = match element.member("sandboxId") {
-            Some(json::Value::String(s)) => js_trim(s),
+    let root = Container::read(payload).map_err(unreadable)?;
+    if root.kind != Kind::Array {
+        let got = match root.kind {
+            Kind::Scalar => root.elements().next().transpose().map_err(unreadable)?.map_or("null", |v| v.kind()),
+            _ => "an object",
+        };
+        return Err(ArgError::new("inventory", format!("must be a JSON array, got {got}")));
+    }
+    let mut seen = FastSet::with_capacity_and_hasher(root.len(), Default::default());
+    let mut items = Vec::with_capacity(root.len());
+    for (index, element) in root.elements().enumerate() {
+        let object = match element.map_err(unreadable)? {
+            Item::Container(object) if object.kind == Kind::Object => object,
+            other => return Err(item_error(index, format!("must be an object, got {}", other.kind()))),
+        };
+        let sandbox_id = match object.get(b"sandboxId").map_err(unreadable)? {
+            Some(Item::String(s)) => js_trim(text(s)?),
             None => return Err(item_error(index, "sandboxId is required")),
             Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", other.kind()))),
         };
         if sandbox_id.is_empty() {
             return Err(item_error(index, "sandboxId is blank"));
         }
-        let key = (sandbox_id, optional(index, element, "routingDomain")?, optional(index, element, "operationKey")?);
+        let key = (sandbox_id, optional(index, &object, "routingDomain")?, optional(index, &object, "operationKey")?);
         if seen.insert(key) {
             items.push(InventoryItem::new(key.0, key.1, key.2));
         }
@@ -130,6 +129,12 @@ impl InventoryColumns {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The inventory from JSON text, through its jsonb binary form.
+    fn parse_inventory(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
+        let value: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+        parse_inventory_jsonb(&crate::stock::jsonb_binary::encode(&value))
+    }
 
     fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {
         InventoryItem::new(sandbox, domain, key)

@@ -19,28 +19,6 @@ pub enum Value<'a> {
     Object(Vec<(Cow<'a, str>, Value<'a>)>),
 }
 
-impl Value<'_> {
-    /// The kind, as argument errors name it ("an object", "null", ...).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "an array",
-            Value::Object(_) => "an object",
-        }
-    }
-
-    /// An object member by key; the last of duplicate keys wins, as in `JSON.parse`.
-    pub fn member(&self, key: &str) -> Option<&Value<'_>> {
-        match self {
-            Value::Object(members) => members.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
     pub offset: usize,

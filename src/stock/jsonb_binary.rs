@@ -222,6 +222,206 @@ pub fn numeric_text(varlena: &[u8]) -> Result<String, DecodeError> {
     Ok(text)
 }
 
+// Reading in place: a container's children one at a time, nothing built, no
+// allocation, every offset checked (for callers that read a few fields of a
+// large document: the backfill's resources, the reconcile inventory).
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Array,
+    Object,
+    /// The one-element array a top-level scalar is stored as.
+    Scalar,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Container<'a> {
+    pub kind: Kind,
+    /// Members (objects) or elements.
+    count: usize,
+    entries: &'a [u8],
+    data: &'a [u8],
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    Null,
+    Bool(bool),
+    String(&'a [u8]),
+    Number,
+    Container(Container<'a>),
+}
+
+
+impl<'a> Container<'a> {
+    /// The container at the start of `bytes` (a jsonb payload, or a child's aligned bytes).
+    pub fn read(bytes: &'a [u8]) -> Result<Container<'a>, DecodeError> {
+        let header = u32_at(bytes, 0)?;
+        let count = (header & JB_CMASK) as usize;
+        let kind = if header & JB_FOBJECT != 0 {
+            Kind::Object
+        } else if header & JB_FARRAY == 0 {
+            return Err(DecodeError("not a jsonb container"));
+        } else if header & JB_FSCALAR != 0 {
+            Kind::Scalar
+        } else {
+            Kind::Array
+        };
+        let children = if kind == Kind::Object { count * 2 } else { count };
+        let data_start = children.checked_mul(4).and_then(|n| n.checked_add(4)).ok_or(DecodeError("truncated jsonb"))?;
+        let entries = bytes.get(4..data_start).ok_or(DecodeError("truncated jsonb"))?;
+        Ok(Container { kind, count, entries, data: &bytes[data_start..] })
+    }
+
+    fn entry(&self, index: usize) -> Result<u32, DecodeError> {
+        u32_at(self.entries, index * 4)
+    }
+
+    /// Where child `index`'s data starts (getJsonbOffset): lengths summed
+    /// back to the nearest entry that stores its end offset.
+    fn start(&self, index: usize) -> Result<usize, DecodeError> {
+        let mut offset = 0usize;
+        for i in (0..index).rev() {
+            let entry = self.entry(i)?;
+            offset += (entry & JENTRY_OFFLENMASK) as usize;
+            if entry & JENTRY_HAS_OFF != 0 {
+                break;
+            }
+        }
+        Ok(offset)
+    }
+
+    /// Child `index`, its data starting at `start`; also where it ends.
+    fn child_at(&self, index: usize, start: usize) -> Result<(Item<'a>, usize), DecodeError> {
+        let entry = self.entry(index)?;
+        let field = (entry & JENTRY_OFFLENMASK) as usize;
+        let end = if entry & JENTRY_HAS_OFF != 0 { field } else { start + field };
+        let bytes = self.data.get(start..end).ok_or(DecodeError("truncated jsonb"))?;
+        let item = match entry & JENTRY_TYPEMASK {
+            JENTRY_ISSTRING => Item::String(bytes),
+            JENTRY_ISNULL => Item::Null,
+            JENTRY_ISBOOL_FALSE => Item::Bool(false),
+            JENTRY_ISBOOL_TRUE => Item::Bool(true),
+            JENTRY_ISNUMERIC => Item::Number,
+            JENTRY_ISCONTAINER => {
+                // Containers start at the next 4-byte boundary.
+                let aligned = (start + 3) & !3;
+                let child = Container::read(self.data.get(aligned..end).ok_or(DecodeError("truncated jsonb"))?)?;
+                if child.kind == Kind::Scalar {
+                    return Err(DecodeError("not a jsonb container"));
+                }
+                Item::Container(child)
+            }
+            _ => return Err(DecodeError("unknown jsonb entry type")),
+        };
+        Ok((item, end))
+    }
+
+    /// How many elements (or members) the container holds.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The elements of an array, in order.
+    pub fn elements(self) -> impl Iterator<Item = Result<Item<'a>, DecodeError>> {
+        let mut start = 0usize;
+        (0..self.count).map(move |i| {
+            let (item, end) = self.child_at(i, start)?;
+            start = end;
+            Ok(item)
+        })
+    }
+
+    /// An object's member `key` (`None`: absent).
+    pub fn get(&self, key: &[u8]) -> Result<Option<Item<'a>>, DecodeError> {
+        if self.kind != Kind::Object {
+            return Ok(None);
+        }
+        let mut start = 0usize;
+        for i in 0..self.count {
+            let (name, end) = self.child_at(i, start)?;
+            start = end;
+            if let Item::String(name) = name {
+                if name == key {
+                    let value = self.count + i;
+                    return self.child_at(value, self.start(value)?).map(|(item, _)| Some(item));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Item<'_> {
+    /// The kind, as argument errors name it ("an object", "null", ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Item::Null => "null",
+            Item::Bool(_) => "a boolean",
+            Item::Number => "a number",
+            Item::String(_) => "a string",
+            Item::Container(Container { kind: Kind::Object, .. }) => "an object",
+            Item::Container(_) => "an array",
+        }
+    }
+}
+
+/// Test support: `value` in jsonb's binary format, as the server lays it out
+/// (object keys sorted by length then bytes, an end offset every 32 children);
+/// numbers are an opaque aligned blob (the in-place reader does not read them).
+#[cfg(test)]
+pub fn encode(value: &serde_json::Value) -> Vec<u8> {
+    use serde_json::Value as J;
+    fn container(value: &J) -> Vec<u8> {
+        match value {
+            J::Array(items) => children(JB_FARRAY, items.len(), &items.iter().collect::<Vec<_>>()),
+            J::Object(members) => {
+                let mut sorted: Vec<(&String, &J)> = members.iter().collect();
+                sorted.sort_by(|a, b| (a.0.len(), a.0).cmp(&(b.0.len(), b.0)));
+                let keys: Vec<J> = sorted.iter().map(|(k, _)| J::String((*k).clone())).collect();
+                let all: Vec<&J> = keys.iter().chain(sorted.iter().map(|(_, v)| *v)).collect();
+                children(JB_FOBJECT, members.len(), &all)
+            }
+            scalar => children(JB_FARRAY | JB_FSCALAR, 1, &[scalar]),
+        }
+    }
+    fn children(flags: u32, count: usize, all: &[&J]) -> Vec<u8> {
+        let (mut entries, mut data) = (Vec::new(), Vec::<u8>::new());
+        for (i, child) in all.iter().enumerate() {
+            let start = data.len();
+            let kind = match child {
+                J::Null => JENTRY_ISNULL,
+                J::Bool(false) => JENTRY_ISBOOL_FALSE,
+                J::Bool(true) => JENTRY_ISBOOL_TRUE,
+                J::String(s) => {
+                    data.extend_from_slice(s.as_bytes());
+                    JENTRY_ISSTRING
+                }
+                J::Number(_) | J::Array(_) | J::Object(_) => {
+                    data.resize((data.len() + 3) & !3, 0);
+                    if let J::Number(_) = child {
+                        data.extend_from_slice(&[9u8; 8]);
+                        JENTRY_ISNUMERIC
+                    } else {
+                        data.extend_from_slice(&container(child));
+                        JENTRY_ISCONTAINER
+                    }
+                }
+            };
+            entries.push(if i % 32 == 0 { kind | JENTRY_HAS_OFF | data.len() as u32 } else { kind | (data.len() - start) as u32 });
+        }
+        let mut out = (flags | count as u32).to_ne_bytes().to_vec();
+        entries.iter().for_each(|e| out.extend_from_slice(&e.to_ne_bytes()));
+        out.extend_from_slice(&data);
+        out
+    }
+    container(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
