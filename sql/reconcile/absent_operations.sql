@@ -4,13 +4,14 @@
 -- minimum age ($3; a point-in-time observation never classifies a newer
 -- resource as absent). Oldest first, at most $4 (= batch size + 1, to know
 -- whether more follow). The filters are the application's, re-checked here
--- on the current rows; keys arrive by primary key.
+-- on the current rows. The FROM item is the shell's choice of how to reach the
+-- keys: a primary-key probe per key when they are few (the planner would scan
+-- the whole table for a few thousand), one scan when they are many.
 WITH absent AS (
     SELECT operation.sandbox_id, operation.run_id, operation.attempt, operation.environment,
            operation.routing_domain, operation.provider_created_at, operation.operation_key
-    FROM @ledger@.runtime_sandbox_operations AS operation
-    WHERE operation.operation_key = ANY ($1::text[])
-      AND operation.provider = 'daytona'
+    FROM @operations@
+    WHERE operation.provider = 'daytona'
       AND operation.environment = 'production'
       AND operation.state = 'live'
       AND NOT EXISTS (

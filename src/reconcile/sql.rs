@@ -21,6 +21,8 @@ const RESERVED_LABELS: &str = include_str!("../../sql/reconcile/reserved_labels.
 const RECOVER_RESERVED: &str = include_str!("../../sql/reconcile/recover_reserved.sql");
 const LEDGER_ROWS: &str = include_str!("../../sql/reconcile/ledger_rows.sql");
 const ABSENT_OPERATIONS: &str = include_str!("../../sql/reconcile/absent_operations.sql");
+const ABSENT_KEYS_PROBED: &str = include_str!("../../sql/reconcile/absent_keys_probed.sql");
+const ABSENT_KEYS_SCANNED: &str = include_str!("../../sql/reconcile/absent_keys_scanned.sql");
 const SEED_CAPACITY: &str = include_str!("../../sql/reconcile/seed_capacity.sql");
 const MARK_ABSENT: &str = include_str!("../../sql/reconcile/mark_absent.sql");
 const RECORD_RUN: &str = include_str!("../../sql/reconcile/record_run.sql");
@@ -194,9 +196,12 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     }
 
     let lone: Vec<&str> = pairs.lone_live.iter().map(|&i| operations.operation_keys[i]).collect();
+    // Few lone keys (the usual case): probe each by primary key; many (an
+    // inventory that lists little): one pass.
+    let reach = if lone.len() * 16 <= operations.len() { ABSENT_KEYS_PROBED } else { ABSENT_KEYS_SCANNED };
     let (table, ms) = execute(
         client,
-        &ledger.sql(ABSENT_OPERATIONS),
+        &ledger.sql(&ABSENT_OPERATIONS.replace("@operations@", reach.trim_end())),
         &[
             lone.into(),
             request.captured_at.into(),

@@ -680,3 +680,41 @@ fn reconcile_reads_the_inventory_from_jsonb_binary_like_its_text() {
     assert_eq!(s["absent_ledger_rows"], 1);
     assert_eq!(s["live_leases_to_seed"], 3002);
 }
+
+#[pg_test]
+fn reconcile_absent_candidates_by_probe_and_by_scan_agree() {
+    // Few lone live operations among many are reached by primary-key probes,
+    // many by one pass over the table: the same rows, in the same order (5
+    // lone of 105 operations are probed; 5 of 5 are scanned).
+    let mut outcomes = Vec::new();
+    for (s, others) in [("rc_probe", 100), ("rc_scan", 0)] {
+        let l = Ledger::new(s);
+        run(&format!(
+            "INSERT INTO {s}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+             SELECT 'other-' || g, 'daytona', 'run-o', 1, 'org-1', 'other-' || g, 'deleting', now() - interval '5 hours'
+             FROM generate_series(1, {others}) AS g"
+        ));
+        l.op("k-b", "live", Some("sb-b"), None, None, "3 hours");
+        l.op("k-a", "live", Some("sb-a"), None, None, "3 hours");
+        l.op("k-c", "live", Some("sb-c"), None, None, "2 hours");
+        l.op("k-new", "live", Some("sb-new"), None, None, "1 minute");
+        l.op("k-gone", "live", Some("sb-gone"), None, None, "4 hours");
+        l.cleanup("sb-gone", "run-k-gone", "deleted", None);
+        let summary = l.reconcile(&json!([]), false, ", batch_size => 2");
+        let marked = rows(&format!("SELECT sandbox_id, status FROM {s}.sandbox_cleanup_jobs_v2 ORDER BY id"));
+        outcomes.push((counts(&summary), marked));
+    }
+    let (probe, scan) = (&outcomes[0], &outcomes[1]);
+    assert_eq!(probe.0["absent_ledger_rows"], 2);
+    assert_eq!(probe.0["has_more_absent_ledger_rows"], true);
+    // Oldest first, a tie broken by operation key; too new and already deleted are not absent.
+    assert_eq!(
+        probe.1,
+        json!([
+            {"sandbox_id": "sb-gone", "status": "deleted"},
+            {"sandbox_id": "sb-a", "status": "deleted"},
+            {"sandbox_id": "sb-b", "status": "deleted"}
+        ])
+    );
+    assert_eq!(probe, scan);
+}
