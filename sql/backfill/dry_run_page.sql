@@ -9,21 +9,7 @@
 -- page size.
 WITH @page_resources@,
 @unwritten_resources@,
-summary AS (
-    SELECT count(*) AS scanned,
-           count(*) FILTER (WHERE resources.would_insert) AS projected,
-           COALESCE(array_agg(ROW(resources.run_id, resources.attempt, resources.resource_ordinal,
-                                  resources.provider, resources.sandbox_id, resources.would_insert
-                              )::runtime_sandbox.backfill_target
-                              ORDER BY resources.position),
-                    '{}') AS targets
-    FROM resources
-), last AS (
-    SELECT resources.updated_at, resources.run_id, resources.attempt, resources.resource_ordinal
-    FROM resources
-    ORDER BY resources.position DESC
-    LIMIT 1
-)
+@page_tally@
 -- The application reports one batch when the page had rows.
 SELECT ROW('pending', true, CASE WHEN summary.scanned > 0 THEN 1 ELSE 0 END,
            summary.scanned, 0, summary.projected, summary.targets,

@@ -21,6 +21,7 @@ type Row = PgHeapTuple<'static, AllocatedByRust>;
 const PAGE_RESOURCES: &str = include_str!("../../sql/backfill/page_resources.sql");
 const UNWRITTEN_RESOURCES: &str = include_str!("../../sql/backfill/unwritten_resources.sql");
 const PAGE_SUMMARY: &str = include_str!("../../sql/backfill/page_summary.sql");
+const PAGE_TALLY: &str = include_str!("../../sql/backfill/page_tally.sql");
 const APPLY_PAGE: &str = include_str!("../../sql/backfill/apply_page.sql");
 const PREVIEW_PAGE: &str = include_str!("../../sql/backfill/preview_page.sql");
 const DRY_RUN_PAGE: &str = include_str!("../../sql/backfill/dry_run_page.sql");
@@ -129,7 +130,9 @@ fn run_page(client: &mut SpiClient<'_>, kind: PageKind, ledger: &SchemaName, aft
         PageKind::Apply => (APPLY_PAGE, "(SELECT count(*) FROM inserted)"),
         PageKind::Preview => (PREVIEW_PAGE, "0::bigint"),
     };
-    let sql = with_page_resources(template, true).replace("@page_summary@", PAGE_SUMMARY).replace("@inserted@", inserted);
+    let sql = with_page_resources(template, true).replace("@page_summary@", PAGE_SUMMARY)
+        .replace("@page_tally@", PAGE_TALLY)
+        .replace("@inserted@", inserted);
     let sql = with_cursor(&sql, ledger, after);
     let fail = |e| -> ! { error!("runtime_sandbox: backfill page on {} failed: {e}", ledger.name) };
     let table = client.update(sql.as_str(), None, &cursor_args(after, limit)).unwrap_or_else(|e| fail(e));
@@ -254,7 +257,8 @@ fn advance_sandbox_operation_backfill(
     }
     if dry_run {
         let after = stored.cursor.map(|c| position(c.to_position().unwrap_or_else(|e| checkpoint_error(&ledger, e))));
-        let sql = with_cursor(&with_page_resources(DRY_RUN_PAGE, false), &ledger, after.as_ref());
+        let sql = with_page_resources(DRY_RUN_PAGE, false).replace("@page_tally@", PAGE_TALLY);
+        let sql = with_cursor(&sql, &ledger, after.as_ref());
         return Spi::get_one_with_args::<Row>(&sql, &cursor_args(after.as_ref(), limit))
             .unwrap_or_else(|e| error!("runtime_sandbox: backfill dry run on {} failed: {e}", ledger.name))
             .expect("a row");
