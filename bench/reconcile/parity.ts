@@ -1,6 +1,6 @@
 // Differential check: the seed's own TypeScript (reconcileRuntimeDaytonaSandboxLedger) against
 // runtime_sandbox.reconcile_daytona on twin schemas holding identical random ledgers; compares the
-// summaries, diagnostics (phase, row count) and every ledger row. Run by bench/reconcile/parity.sh.
+// summaries, diagnostics (phase, row count) and every ledger row. Run by bench/parity.sh reconcile.
 import { Client } from 'pg';
 import { reconcileRuntimeDaytonaSandboxLedger } from './seed';
 
