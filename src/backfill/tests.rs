@@ -401,22 +401,35 @@ fn backfill_bad_input_names_the_argument_and_writes_nothing() {
     assert_eq!(p, "(complete,1,1)");
 }
 
-#[pg_test]
-fn backfill_pages_start_at_the_cursor_in_the_keyset_index() {
-    ledger("bf_index");
-    run(
-        "INSERT INTO bf_index.runs (run_id, org_id) SELECT 'run-' || g, 'o' FROM generate_series(1, 20000) g;
-         INSERT INTO bf_index.attempts (run_id, attempt, updated_at, resource_json)
+/// 20,000 attempts with one sandbox each, 1 ms apart from 2026-01-01, analyzed.
+fn keyset_ledger(schema: &str) {
+    ledger(schema);
+    run(&format!(
+        "INSERT INTO {schema}.runs (run_id, org_id) SELECT 'run-' || g, 'o' FROM generate_series(1, 20000) g;
+         INSERT INTO {schema}.attempts (run_id, attempt, updated_at, resource_json)
          SELECT 'run-' || g, 1, '2026-01-01'::timestamptz + g * interval '1 ms',
                 jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 's' || g))
          FROM generate_series(1, 20000) g;
-         ANALYZE bf_index.attempts; ANALYZE bf_index.runs",
-    );
+         ANALYZE {schema}.attempts; ANALYZE {schema}.runs"
+    ));
+}
+
+/// Attempt tuples read so far in this transaction (index fetches and sequential reads).
+fn attempt_tuples_read(schema: &str) -> i64 {
+    int(&format!(
+        "SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables \
+         WHERE relid = '{schema}.attempts'::regclass"
+    ))
+}
+
+#[pg_test]
+fn backfill_pages_start_at_the_cursor_in_the_keyset_index() {
+    keyset_ledger("bf_index");
     // Half-way through: the attempts read are the page's, not everything before or after it.
-    let before = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index.attempts'::regclass");
+    let before = attempt_tuples_read("bf_index");
     let p = text("SELECT (p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.backfill_sandbox_operations(100, ('2026-01-01'::timestamptz + interval '10000 ms', 'run-10000', 1, 1), 'bf_index') p");
     assert_eq!(p, "(100,run-10100)");
-    let read = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index.attempts'::regclass") - before;
+    let read = attempt_tuples_read("bf_index") - before;
     assert!(read <= 150, "read {read} attempt tuples for a 100-resource page");
 }
 
@@ -493,21 +506,15 @@ fn backfill_orchestrator_pages_equal_the_sql_pages() {
 
 #[pg_test]
 fn backfill_orchestrator_pages_start_at_the_cursor_in_the_keyset_index() {
-    ledger("bf_index_orch");
+    keyset_ledger("bf_index_orch");
     run(
-        "INSERT INTO bf_index_orch.runs (run_id, org_id) SELECT 'run-' || g, 'o' FROM generate_series(1, 20000) g;
-         INSERT INTO bf_index_orch.attempts (run_id, attempt, updated_at, resource_json)
-         SELECT 'run-' || g, 1, '2026-01-01'::timestamptz + g * interval '1 ms',
-                jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 's' || g))
-         FROM generate_series(1, 20000) g;
-         ANALYZE bf_index_orch.attempts; ANALYZE bf_index_orch.runs;
-         INSERT INTO bf_index_orch.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1',
+        "INSERT INTO bf_index_orch.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1',
            '{\"phase\":\"pending\",\"cursor\":{\"updatedAt\":\"2026-01-01 00:00:10+00\",\"runId\":\"run-10000\",\"attempt\":1,\"resourceOrdinal\":1}}')",
     );
-    let before = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index_orch.attempts'::regclass");
+    let before = attempt_tuples_read("bf_index_orch");
     let p = text("SELECT (p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 100, 1, 'bf_index_orch') p");
     assert_eq!(p, "(100,run-10100)");
-    let read = int("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_xact_user_tables WHERE relid = 'bf_index_orch.attempts'::regclass") - before;
+    let read = attempt_tuples_read("bf_index_orch") - before;
     // One fetch sized from the resources per attempt seen last (at most ten attempts a resource).
     assert!(read <= 1100, "read {read} attempt tuples for a 100-resource page");
 }
