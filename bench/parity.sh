@@ -25,5 +25,5 @@ cat > runtime-sandbox-operation.ts <<'TS'
 export enum RuntimeSandboxOperationState { Reserved = 'reserved', Live = 'live', Deleting = 'deleting', Deleted = 'deleted' }
 export enum RuntimeSandboxProvider { Daytona = 'daytona', Modal = 'modal' }
 TS
-cp "$HERE/$CAPABILITY/parity.ts" parity.ts
+cp "$HERE/$CAPABILITY/parity.ts" "$HERE/parity_common.ts" .
 npx tsx parity.ts "$PORT" "${2:-300}" "${3:-1}"

@@ -2,15 +2,9 @@
 // runtime_sandbox.advance_sandbox_operation_backfill on twin schemas holding identical random attempts;
 // every call's progress (cursor timestamps to the microsecond), the checkpoint JSON in control and every
 // operation row are compared. Run by bench/parity.sh backfill.
-import { Client } from 'pg';
+import { chance, freshDatabase, pick, rand, rounds, twinLedgers } from './parity_common';
 import { advanceRuntimeSandboxOperationBackfill } from './seed';
 
-const port = Number(process.argv[2] ?? 28815);
-const rounds = Number(process.argv[3] ?? 200);
-let rng = Number(process.argv[4] ?? 1);
-const rand = () => { rng |= 0; rng = (rng + 0x6d2b79f5) | 0; let t = Math.imul(rng ^ (rng >>> 15), 1 | rng); t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t; return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
-const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
-const chance = (p: number) => rand() < p;
 /** JSON text with object keys sorted (jsonb orders keys its own way). */
 const canon = (v: unknown): string => JSON.stringify(v, (_k, x) =>
   x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x);
@@ -76,24 +70,12 @@ function seedShape(p: any) {
 }
 
 async function main() {
-  const admin = new Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
-  await admin.connect();
-  await admin.query('DROP DATABASE IF EXISTS bf_parity WITH (FORCE)');
-  await admin.query('CREATE DATABASE bf_parity');
-  await admin.end();
-  const c = new Client({ host: '127.0.0.1', port, user: 'postgres', database: 'bf_parity' });
-  await c.connect();
-  await c.query('SET client_min_messages = warning');
-  await c.query('CREATE EXTENSION runtime_sandbox');
+  const c = await freshDatabase('bf_parity');
   const cats = new Map<string, number>();
   let same = 0, differ = 0, bothErr = 0, calls = 0;
   for (let round = 0; round < rounds; round++) {
     const sql = scenario();
-    for (const s of ['a', 'b']) {
-      await c.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-      await c.query(`SELECT runtime_sandbox.install_ledger('${s}')`);
-      for (const stmt of sql) await c.query(stmt.replaceAll('@s', s));
-    }
+    await twinLedgers(c, sql);
     const problems: string[] = [];
     const log: string[] = [];
     for (let step = 0; step < 12 && !problems.length; step++) {

@@ -2,14 +2,9 @@
 // runtime_sandbox.reconcile_daytona on twin schemas holding identical random ledgers; compares the
 // summaries, diagnostics (phase, row count) and every ledger row. Run by bench/parity.sh reconcile.
 import { Client } from 'pg';
+import { chance, freshDatabase, pick, rounds, twinLedgers } from './parity_common';
 import { reconcileRuntimeDaytonaSandboxLedger } from './seed';
 
-const port = Number(process.argv[2] ?? 28897);
-const rounds = Number(process.argv[3] ?? 200);
-let rng = Number(process.argv[4] ?? 1);
-const rand = () => { rng |= 0; rng = (rng + 0x6d2b79f5) | 0; let t = Math.imul(rng ^ (rng >>> 15), 1 | rng); t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t; return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
-const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
-const chance = (p: number) => rand() < p;
 // PARITY_CALM=1: no stray items, so fewer rounds stop at fail-closed and more reach every later phase.
 const calm = process.env.PARITY_CALM === '1';
 const q = (v: string | null) => (v === null ? 'NULL' : `'${v}'`);
@@ -105,24 +100,12 @@ async function snapshot(c: Client, s: string) {
 const snake = (k: string) => k.replace(/[A-Z]/g, (m) => '_' + m.toLowerCase());
 
 async function main() {
-  const admin = new Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
-  await admin.connect();
-  await admin.query('DROP DATABASE IF EXISTS rc_parity WITH (FORCE)');
-  await admin.query('CREATE DATABASE rc_parity');
-  await admin.end();
-  const c = new Client({ host: '127.0.0.1', port, user: 'postgres', database: 'rc_parity' });
-  await c.connect();
-  await c.query('SET client_min_messages = warning');
-  await c.query('CREATE EXTENSION runtime_sandbox');
+  const c = await freshDatabase('rc_parity');
   const cats = new Map<string, number>();
   let same = 0, differ = 0, bothErr = 0, blocked = 0;
   for (let round = 0; round < rounds; round++) {
     const { sql, inventory } = scenario();
-    for (const s of ['a', 'b']) {
-      await c.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-      await c.query(`SELECT runtime_sandbox.install_ledger('${s}')`);
-      for (const stmt of sql) await c.query(stmt.replaceAll('@s', s));
-    }
+    await twinLedgers(c, sql);
     const dryRun = chance(0.3);
     const batchSize = pick([1, 2, 500]);
     const minimumAgeMs = pick([0, 600000]);
