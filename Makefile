@@ -6,6 +6,11 @@ TEST_PGDATA ?= /tmp/runtime_sandbox-pgrx/data
 DEMO_DIR    ?= /tmp/runtime_sandbox-demo
 DEMO_PORT   ?= 28815
 IT_DIR      ?= /tmp/runtime_sandbox-it
+IT_PORT     ?= 28816
+# The integration tests (tests/*.rs) and scripts/cluster.sh read these.
+export PG_CONFIG
+export RUNTIME_SANDBOX_IT_DIR  := $(IT_DIR)
+export RUNTIME_SANDBOX_IT_PORT := $(IT_PORT)
 # `make test-pg PGTEST_FILTER=backfill_` runs only the SQL tests whose names contain it.
 PGTEST_FILTER ?=
 PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
@@ -40,7 +45,7 @@ test-pg:
 ## Only the integration tests, against a dev build.
 test-integration: install-dev
 	@scripts/cluster.sh stop $(IT_DIR)
-	RUNTIME_SANDBOX_IT_DIR=$(IT_DIR) cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
+	cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
 
 demo: install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)

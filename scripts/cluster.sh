@@ -5,7 +5,8 @@
 #   scripts/cluster.sh start DIR PORT   (idempotent: reuses a running cluster)
 #   scripts/cluster.sh stop DIR
 set -euo pipefail
-BIN=/usr/lib/postgresql/15/bin
+# The server binaries of PG_CONFIG (the one the extension is installed into).
+BIN=$("${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" --bindir)
 cmd=$1 dir=$2 port=${3:-28815}
 # From / : the postgres user may not be allowed into the directory we were called from.
 as_pg() { if [ "$(id -un)" = postgres ]; then (cd / && "$@"); else (cd / && sudo -u postgres "$@"); fi; }

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PG_MAJOR=15
-PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config"
+PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config}"
 PGRX_VERSION=0.18.1
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

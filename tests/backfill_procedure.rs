@@ -18,7 +18,7 @@ fn connect_with_notices(db: &str) -> (Client, Arc<Mutex<Vec<String>>>) {
     let sink = Arc::clone(&notices);
     let client = Config::new()
         .host("127.0.0.1")
-        .port(common::PORT)
+        .port(common::port())
         .user("postgres")
         .dbname(db)
         .notice_callback(move |n| sink.lock().unwrap().push(n.message().to_string()))

@@ -45,7 +45,7 @@ fn writing_functions_are_not_granted_to_public() {
     )
     .unwrap();
     let mut reader = postgres::Client::connect(
-        &format!("host=127.0.0.1 port={} user=rs_reader dbname={db}", common::PORT),
+        &format!("host=127.0.0.1 port={} user=rs_reader dbname={db}", common::port()),
         postgres::NoTls,
     )
     .unwrap();

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Once;
 
-pub const PORT: u16 = 28816;
+/// The scratch cluster's port (`RUNTIME_SANDBOX_IT_PORT`, default 28816).
+pub fn port() -> u16 {
+    std::env::var("RUNTIME_SANDBOX_IT_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(28816)
+}
 
 pub fn cluster_dir() -> PathBuf {
     PathBuf::from(std::env::var("RUNTIME_SANDBOX_IT_DIR").unwrap_or_else(|_| "/tmp/runtime_sandbox-it".into()))
@@ -20,7 +23,7 @@ pub fn ensure_cluster() {
     START.call_once(|| {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster.sh");
         let status = Command::new(script)
-            .args(["start", cluster_dir().to_str().unwrap(), &PORT.to_string()])
+            .args(["start", cluster_dir().to_str().unwrap(), &port().to_string()])
             .status()
             .expect("run scripts/cluster.sh");
         assert!(status.success(), "scratch cluster did not start");
@@ -29,7 +32,7 @@ pub fn ensure_cluster() {
 
 pub fn connect(db: &str) -> Client {
     ensure_cluster();
-    Client::connect(&format!("host=127.0.0.1 port={PORT} user=postgres dbname={db}"), NoTls)
+    Client::connect(&format!("host=127.0.0.1 port={} user=postgres dbname={db}", port()), NoTls)
         .unwrap_or_else(|e| panic!("connect to {db}: {e}"))
 }
 
