@@ -6,7 +6,8 @@
 --   * every shape the page skips: SQL NULL, JSON null, scalars, `[]`, `{}` as resource_json (7 % of attempts);
 --     0-2 malformed elements among the resources of the arrays (null, numbers, strings, booleans, nested
 --     arrays, objects without kind or with a kind that is a number, object, array, boolean, null, an unknown or
---     mis-cased string, a sandbox kind without or with a NULL or empty sandboxId);
+--     mis-cased string, a sandbox kind without or with a NULL or empty sandboxId, also beside a number or an
+--     object where the routing domain is read);
 --   * 0.5 % of the sandbox ids are JSON numbers (kept by the page, printed as the server prints them).
 CREATE EXTENSION runtime_sandbox;
 SELECT runtime_sandbox.install_ledger();
@@ -41,8 +42,10 @@ SELECT CASE WHEN pg_temp.h(g, 1) % 100 = 0 THEN 'orphan-' || g ELSE 'run-' || lp
                                  '{"kind": "daytona_sandbox"}', '{"kind": "modal_sandbox", "sandboxId": ""}',
                                  '{"kind": "daytona_sandbox", "sandboxId": null}', '{"kind": ["modal_sandbox"], "sandboxId": "k"}',
                                  '{"kind": "DAYTONA_SANDBOX", "sandboxId": "k"}', '{"kind": "daytona_sandbox ", "sandboxId": "k"}',
-                                 '{"sandboxId": "nokind"}', '"daytona_sandbox"', '{"kind": true, "sandboxId": "k"}'
-                                ])[1 + pg_temp.h(g * 4 + j, 9) % 19]::jsonb
+                                 '{"sandboxId": "nokind"}', '"daytona_sandbox"', '{"kind": true, "sandboxId": "k"}',
+                                 '{"kind": "modal_sandbox", "sandboxId": "", "modalAppId": 7}',
+                                 '{"kind": "daytona_sandbox", "sandboxId": null, "daytonaOrganizationId": {"id": 1}}'
+                                ])[1 + pg_temp.h(g * 4 + j, 9) % 21]::jsonb
                    FROM generate_series(1, pg_temp.h(g, 3) % 3) AS j) AS e)
        END,
        timestamptz '2026-01-01 00:00:00+00' + (g / 3) * interval '1.5 milliseconds'
