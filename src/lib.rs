@@ -15,6 +15,7 @@ mod shell;
 
 pub mod backfill;
 pub mod ledger;
+pub mod managed;
 pub mod reconcile;
 pub mod stock;
 

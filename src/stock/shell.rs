@@ -1,4 +1,4 @@
-//! SQL surface of the stock hashes: thin wrappers over the pure core.
+//! The pgrx shell of the stock hashes: thin SQL wrappers over the pure core.
 
 use super::{canonical, jsonb_binary};
 use crate::pg_types::JsonbBytes;

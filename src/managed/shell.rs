@@ -18,7 +18,7 @@ type Row = PgHeapTuple<'static, AllocatedByRust>;
 
 macro_rules! sql {
     ($file:literal) => {
-        include_str!(concat!("../../../sql/managed/", $file))
+        include_str!(concat!("../../sql/managed/", $file))
     };
 }
 

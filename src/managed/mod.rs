@@ -1,8 +1,8 @@
 //! Managed sandbox environment reconciliation on the application's tables.
 //!
-//! `input` and `rules` are the pure core (the application's stock/drift rules,
-//! no pgrx types); `shell` reads and locks the rows over SPI, asks the core,
-//! and writes its answer with the SQL in `sql/managed/`.
+//! `input`, `js` and `rules` are the pure core (the application's stock/drift
+//! rules, no pgrx types); `shell` reads and locks the rows over SPI, asks the
+//! core, and writes its answer with the SQL in `sql/managed/`.
 
 pub mod input;
 pub mod js;
@@ -12,9 +12,9 @@ mod shell;
 
 use pgrx::prelude::*;
 
-extension_sql_file!("../../../sql/managed/types.sql", name = "managed_types", requires = ["stock_status"]);
+extension_sql_file!("../../sql/managed/types.sql", name = "managed_types", requires = ["stock_status"]);
 extension_sql_file!(
-    "../../../sql/managed/api.sql",
+    "../../sql/managed/api.sql",
     name = "managed_api",
     requires = [
         "managed_types",
@@ -28,8 +28,5 @@ extension_sql_file!(
 #[cfg(feature = "pg_test")]
 #[pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }
-
-#[cfg(test)]
-mod parity_tests;
