@@ -1,12 +1,16 @@
 //! Managed sandbox environment reconciliation on the application's tables.
 //!
-//! `input`, `js` and `rules` are the pure core (the application's stock/drift
-//! rules, no pgrx types); `shell` reads and locks the rows over SPI, asks the
-//! core, and writes its answer with the SQL in `sql/managed/`.
+//! The pure core (no pgrx types): `vocabulary` (the application's fixed
+//! names), `js` (the JavaScript value semantics it relies on), `input` (the
+//! arguments → the desired state) and `rules` (the stock/drift decisions).
+//! Imports run one way: vocabulary, js ← input ← rules. `shell` (pgrx) reads
+//! and locks the rows over SPI, asks the core, and writes its answer with the
+//! SQL in `sql/managed/`.
 
 pub mod input;
 pub mod js;
 pub mod rules;
+pub mod vocabulary;
 
 mod shell;
 

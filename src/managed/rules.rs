@@ -4,19 +4,11 @@
 
 use super::input::Desired;
 use super::js::{self, member, member_is, Object};
+use super::vocabulary::{ARCHIVE_TOKEN_KEY, KUBERNETES_MARKER, MANAGED_BY_KEY, PROVIDER_KEY};
 use crate::stock::canonical::locale_compare;
 use crate::stock::status::{resource_status, StockStatus};
 use serde_json::Value;
 
-pub const BUNDLE_KEY: &str = "managed-sandbox-environment";
-pub const RESOURCE_KIND: &str = "environment";
-pub const RESOURCE_KEY: &str = "managed-sandbox";
-pub const DEFAULT_STOCK_VERSION: &str = "managed-environment-v1";
-/// Stored in the row's metadata and in each binding's defaults; never hashed.
-pub const ARCHIVE_TOKEN_KEY: &str = "_paperclipManagedArchiveToken";
-pub const MANAGED_BY_KEY: &str = "managedByPaperclip";
-pub const PROVIDER_KEY: &str = "managedSandboxProvider";
-pub const KUBERNETES_MARKER: &str = "managedKubernetesSandbox";
 pub const ARCHIVED_ACTIVITY: &str = "environment.managed_provider_unavailable_archived";
 
 /// A row of `environments` as the application reads it.

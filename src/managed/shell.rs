@@ -5,6 +5,7 @@
 use super::input::{self, Desired, ReconcileArgs};
 use super::js;
 use super::rules::{self, Binding, BindingRehash, BindingWrite, Environment, Plan};
+use super::vocabulary;
 use crate::args::{schema_name, ArgError, SchemaName};
 use crate::pg_types::{JsonbText, Name};
 use crate::shell::{check, raise_arg};
@@ -100,9 +101,9 @@ impl App {
         }
         let args: [DatumWithOid; 5] = [
             company_ids.to_vec().into(),
-            rules::BUNDLE_KEY.into(),
-            rules::RESOURCE_KIND.into(),
-            rules::RESOURCE_KEY.into(),
+            vocabulary::BUNDLE_KEY.into(),
+            vocabulary::RESOURCE_KIND.into(),
+            vocabulary::RESOURCE_KEY.into(),
             resource_id.map(str::to_owned).into(),
         ];
         self.rows(sql!("bindings.sql"), &args, |row| {
@@ -133,9 +134,9 @@ impl App {
         }
         let args: [DatumWithOid; 8] = [
             targets.into(),
-            rules::BUNDLE_KEY.into(),
-            rules::RESOURCE_KIND.into(),
-            rules::RESOURCE_KEY.into(),
+            vocabulary::BUNDLE_KEY.into(),
+            vocabulary::RESOURCE_KIND.into(),
+            vocabulary::RESOURCE_KEY.into(),
             environment_id.into(),
             write.stock_version.as_str().into(),
             write.stock_hash.as_str().into(),
@@ -383,7 +384,7 @@ fn managed_environment_drift(
     app_schema: default!(Option<Name>, "'public'"),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "runtime_sandbox.managed_environment_drift")> {
     let app = App::open(app_schema);
-    let args: [DatumWithOid; 3] = [rules::BUNDLE_KEY.into(), rules::RESOURCE_KIND.into(), rules::RESOURCE_KEY.into()];
+    let args: [DatumWithOid; 3] = [vocabulary::BUNDLE_KEY.into(), vocabulary::RESOURCE_KIND.into(), vocabulary::RESOURCE_KEY.into()];
     let rows: Vec<Row> = app.rows(sql!("drift.sql"), &args, |row| row.get::<Row>(1)).into_iter().flatten().collect();
     SetOfIterator::new(rows)
 }
