@@ -8,6 +8,7 @@ use super::vocabulary::{ARCHIVE_TOKEN_KEY, KUBERNETES_MARKER, MANAGED_BY_KEY, PR
 use crate::stock::canonical::locale_compare;
 use crate::stock::status::{resource_status, StockStatus};
 use serde_json::Value;
+use std::collections::HashMap;
 
 pub const ARCHIVED_ACTIVITY: &str = "environment.managed_provider_unavailable_archived";
 
@@ -392,6 +393,54 @@ pub fn archive(row: &Environment, bindings: &[Binding], token: &str) -> (Value, 
     (Value::Object(metadata), rehashed)
 }
 
+/// One row of `managed_environment_drift` (beyond the seed, read-only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub company_id: String,
+    pub environment_id: String,
+    pub binding_stock_hash: String,
+    /// `None`: the environment row is gone.
+    pub current_hash: Option<String>,
+    pub stock_status: StockStatus,
+}
+
+/// Each binding against its environment as it is now: the current hash is the
+/// reconciler's own (`stock` over `metadata_keys` without a desired input: the
+/// markers and every binding's stock metadata keys), and "latest" is the stock
+/// of the environment's newest binding (`newest`, decided by the caller's
+/// `updated_at, id` order). Rows come out in the bindings' order.
+pub fn drift(bindings: &[Binding], newest: &[bool], environments: &[Environment]) -> Vec<Drift> {
+    let keys = metadata_keys(&Object::new(), bindings);
+    let current: HashMap<&str, String> = environments
+        .iter()
+        .map(|e| {
+            let stock = stock(&e.name, e.description.as_deref(), &e.config, &e.metadata, &e.status, &keys);
+            (e.id.as_str(), js::stock_hash(&stock))
+        })
+        .collect();
+    let latest: HashMap<&str, &str> = bindings
+        .iter()
+        .zip(newest)
+        .filter(|(_, &newest)| newest)
+        .map(|(b, _)| (b.resource_id.as_str(), b.stock_hash.as_str()))
+        .collect();
+    bindings
+        .iter()
+        .map(|b| {
+            let current_hash = current.get(b.resource_id.as_str()).cloned();
+            let row = current_hash.is_some().then_some(b.resource_id.as_str());
+            let latest = latest.get(b.resource_id.as_str()).copied();
+            Drift {
+                company_id: b.company_id.clone(),
+                environment_id: b.resource_id.clone(),
+                binding_stock_hash: b.stock_hash.clone(),
+                stock_status: resource_status(row, current_hash.as_deref(), Some(&b.stock_hash), latest),
+                current_hash,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -711,6 +760,55 @@ mod tests {
         assert_eq!(keys, ["legacyKey", "managedByPaperclip", "managedKubernetesSandbox", "managedSandboxProvider", "Zeta"]);
         let merged = merge_metadata(&json!({"legacyKey": 1, "other": 3}), &d.metadata, &keys);
         assert_eq!(Value::Object(merged), json!({"other":3,"managedByPaperclip":true,"managedSandboxProvider":"p"}));
+    }
+
+    #[test]
+    fn drift_reads_each_binding_against_the_row_as_it_is() {
+        let mut w = World::new(&["c1", "c2"]);
+        let d = want("Sandbox", "daytona", r#"{"target":"us"}"#);
+        let added = w.reconcile(&d);
+        let row = |w: &World| vec![w.row.clone().unwrap()];
+        let report = |w: &World, rows: &[Environment], newest: &[bool]| drift(&w.bindings, newest, rows);
+        let rows = report(&w, &row(&w), &[false, true]);
+        assert_eq!(rows.len(), 2);
+        for r in &rows {
+            assert_eq!(r.stock_status, StockStatus::StockCurrent);
+            assert_eq!(r.current_hash.as_deref(), Some(added.latest_hash.as_str()), "the reconciler's own hash");
+            assert_eq!((r.environment_id.as_str(), r.binding_stock_hash.as_str()), ("env", added.latest_hash.as_str()));
+        }
+        assert_eq!(rows.iter().map(|r| r.company_id.as_str()).collect::<Vec<_>>(), ["c1", "c2"]);
+
+        // c2's binding records a newer stock than c1's and the row is still at c1's.
+        w.bindings[1].stock_hash = "sha256:newer".into();
+        let rows = report(&w, &row(&w), &[false, true]);
+        assert_eq!(rows[0].stock_status, StockStatus::StockUpdateAvailable);
+        assert_eq!(rows[1].stock_status, StockStatus::OperatorModified, "the row matches neither of c2's hashes");
+        // The newest binding decides "latest": with c1's, the row is current for both.
+        let rows = report(&w, &row(&w), &[true, false]);
+        assert_eq!(rows[0].stock_status, StockStatus::StockCurrent);
+        assert_eq!(rows[1].stock_status, StockStatus::StockCurrent);
+
+        w.row.as_mut().unwrap().config = json!({"target":"eu"});
+        let rows = report(&w, &row(&w), &[true, false]);
+        assert_eq!(rows[0].stock_status, StockStatus::OperatorModified);
+        assert_eq!(report(&w, &[], &[true, false])[0].stock_status, StockStatus::Missing);
+        assert_eq!(report(&w, &[], &[true, false])[0].current_hash, None);
+    }
+
+    #[test]
+    fn drift_key_set_takes_every_bindings_metadata_keys() {
+        let mut w = World::new(&["c1"]);
+        let d = want("Sandbox", "daytona", "{}");
+        w.reconcile(&d);
+        w.row.as_mut().unwrap().metadata.as_object_mut().unwrap().insert("owner".into(), json!("ops"));
+        let row = vec![w.row.clone().unwrap()];
+        assert_eq!(drift(&w.bindings, &[true], &row)[0].stock_status, StockStatus::StockCurrent, "not a managed key");
+        // A binding (of any company) that recorded `owner` in its stock makes it a managed key.
+        let mut other = w.bindings[0].clone();
+        other.company_id = "c9".into();
+        other.defaults = json!({"metadata": {"owner": null}});
+        let bindings = vec![w.bindings[0].clone(), other];
+        assert_eq!(drift(&bindings, &[true, false], &row)[0].stock_status, StockStatus::OperatorModified);
     }
 
     #[test]
