@@ -11,6 +11,7 @@ use pgrx::prelude::*;
 pub mod args;
 pub mod fast_hash;
 pub mod pg_types;
+pub mod error;
 mod shell;
 
 pub mod backfill;

@@ -2,6 +2,7 @@
 
 use super::status::{self, StockStatus};
 use super::{canonical, jsonb_binary};
+use crate::error::{Error, Kind};
 use crate::pg_types::JsonbBytes;
 use pgrx::callconv::{BoxRet, FcInfo};
 use pgrx::datum::Datum;
@@ -13,7 +14,11 @@ use pgrx::prelude::*;
 fn canonical_text(doc: &JsonbBytes) -> String {
     match jsonb_binary::decode(doc.as_bytes()) {
         Ok(value) => canonical::stable_json_value(&value, doc.as_bytes().len() + 64),
-        Err(e) => error!("runtime_sandbox: {e} (is the database encoding UTF8?)"),
+        Err(e) if e.0 == "string is not UTF-8" => Error::new(Kind::NotUtf8, "cannot hash a jsonb string that is not UTF-8")
+            .detail(e.to_string())
+            .hint("Stock hashes are the application's, over UTF-8 JSON: use a database with encoding UTF8.")
+            .raise(),
+        Err(e) => Error::new(Kind::DataCorrupted, "cannot read a jsonb value").detail(e.to_string()).raise(),
     }
 }
 
@@ -97,7 +102,9 @@ unsafe fn label_oids(fcinfo: pg_sys::FunctionCallInfo) -> LabelOids {
                 pg_sys::Datum::from(0usize),
             );
             if oid == pg_sys::InvalidOid {
-                error!("runtime_sandbox: type managed_stock_status has no label {:?}", s.as_str());
+                Error::new(Kind::BrokenInstall, format!("type managed_stock_status has no label {:?}", s.as_str()))
+                    .hint("Reinstall the extension, or run ALTER EXTENSION runtime_sandbox UPDATE.")
+                    .raise();
             }
             oid
         });
