@@ -17,3 +17,8 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'managed_resource_status_wrapper';
 COMMENT ON FUNCTION @extschema@.managed_resource_status(text, text, text, text) IS
 'Classifies a managed resource against its stock: missing (no resource id or current hash), stock_current (current = latest), stock_update_available (current = binding hash), else operator_modified.';
+
+-- Section: managed environments — the comment of reconcile_managed_environment names its error classes
+-- (22023 arguments, 42P01 missing tables, 40001 a concurrent change: retry).
+COMMENT ON FUNCTION @extschema@.reconcile_managed_environment(text, text, jsonb, text, jsonb, uuid, text, boolean, name) IS
+'The application''s ensureManagedSandboxEnvironment in one transaction step: keeps the single Paperclip-managed sandbox environment in app_schema at stock for provider while never overwriting operator edits. Locks the sandbox rows before reading the bindings of company_id (NULL: every company); inserts, updates, leaves unchanged or skips; rewrites bindings exactly where the application does. Errors: SQLSTATE 22023 on an empty name or provider, a config or extra_metadata that is not a JSON object, or an app_schema that is not a plain identifier or does not exist; 42P01 when app_schema lacks the tables; 40001 when a concurrent change makes it stop (at REPEATABLE READ or SERIALIZABLE, a change committed after the transaction''s snapshot): retry. Nothing is written then.';
