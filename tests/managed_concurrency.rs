@@ -328,11 +328,9 @@ fn managed_isolation_bindings_written_under_a_lock_only_are_not_missed() {
         for (name, waiting_call) in [("archive", ARCHIVE_CALL.to_string()), ("reconcile", reconcile_call(r#"{"target":"us"}"#))] {
             let db = setup(&format!("managed_isolation_lock_only_{name}_{}", level.replace(' ', "_").to_lowercase()));
             let mut a = common::connect(&db);
-            let only_c1 = format!(
-                "runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', '{{\"target\":\"us\"}}',
-                     'Managed Daytona sandbox environment.', company_id => '00000000-0000-0000-0000-0000000000c1')"
-            );
-            call(&mut a, &only_c1).unwrap();
+            let only_c1 = "runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', '{\"target\":\"us\"}',
+                     'Managed Daytona sandbox environment.', company_id => '00000000-0000-0000-0000-0000000000c1')";
+            call(&mut a, only_c1).unwrap();
             assert_eq!(count(&mut a, "SELECT count(*) FROM built_in_managed_resources"), 1);
 
             let mut b = common::connect(&db);
