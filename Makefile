@@ -17,7 +17,7 @@ PGTEST_FILTER ?=
 REGRESS_FILTER ?=
 PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
 
-.PHONY: setup build install install-dev test test-core test-pg test-regress test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
+.PHONY: setup build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
 
 setup:
 	@scripts/setup.sh
@@ -34,8 +34,9 @@ install-dev: setup
 
 ## All tests: the pure core, then `cargo pgrx test`, which runs the SQL-layer tests inside PostgreSQL and
 ## then the real-connection integration tests in tests/ (against the scratch cluster in $(IT_DIR)), then the
-## pg_regress golden tests (the tour and the docs' examples) against the extension test-pg installed.
-test: setup test-core test-pg test-regress
+## pg_regress golden tests (the tour and the docs' examples) against the extension test-pg installed, and
+## pgspot over the SQL scripts.
+test: setup test-core test-pg test-regress test-pgspot
 
 test-core:
 	cargo test --lib --features pg$(PG_MAJOR)
@@ -50,6 +51,10 @@ test-pg:
 ## REGRESS_ACCEPT=1 rewrites the expected output from this run (review it with git diff).
 test-regress:
 	@scripts/regress.sh $(IT_DIR) $(IT_PORT) $(REGRESS_FILTER)
+
+## pgspot over the generated install script and the update scripts; findings only as tests/pgspot.allow explains.
+test-pgspot: setup
+	@scripts/pgspot.sh
 
 ## Only the integration tests, against a dev build.
 test-integration: install-dev
