@@ -360,6 +360,32 @@ fn reference_lists_every_function_and_type_as_the_catalog_has_them() {
     assert!(problems.is_empty(), "docs/reference.md is out of step with the catalog:\n\n{}", problems.join("\n\n"));
 }
 
+/// The rule every change follows: every function and type of the extension has a COMMENT (what \df+ and
+/// \dT+ show).
+#[test]
+fn every_function_and_type_has_a_comment() {
+    let db = common::fresh_database("it_reference_comments");
+    let mut c = common::connect(&db);
+    let missing: Vec<String> = c
+        .query(
+            "SELECT 'function ' || p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'runtime_sandbox'::regnamespace
+                AND pg_catalog.obj_description(p.oid, 'pg_proc') IS NULL
+             UNION ALL
+             SELECT 'type ' || t.oid::regtype::text FROM pg_catalog.pg_type t
+              WHERE t.typnamespace = 'runtime_sandbox'::regnamespace AND t.typtype IN ('c', 'e', 'd')
+                AND (t.typrelid = 0 OR (SELECT relkind FROM pg_catalog.pg_class WHERE oid = t.typrelid) = 'c')
+                AND pg_catalog.obj_description(t.oid, 'pg_type') IS NULL
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(missing.is_empty(), "no COMMENT ON (add one in the SQL and in the update script): {missing:?}");
+}
+
 /// SQLSTATE of every `ERRCODE_*` the Rust code names, from PostgreSQL's errcodes.h.
 fn sqlstates_by_name() -> BTreeMap<String, String> {
     let pg_config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
