@@ -46,8 +46,8 @@ test-pg:
 	rm -rf $(dir $(TEST_PGDATA))
 	cargo pgrx test pg$(PG_MAJOR) $(PGTEST_FILTER) --runas postgres --pgdata $(TEST_PGDATA)
 
-## The tour and the docs' examples (tests/pg_regress) in three databases: plain, search_path = '' and hostile
-## look-alikes in public. Runs against the installed extension (after test-pg or install-dev);
+## The tour and the docs' examples (tests/pg_regress) in four databases: plain, search_path = '', hostile
+## look-alikes in public, updated from 0.1.0. Runs against the installed extension (after test-pg or install-dev);
 ## REGRESS_ACCEPT=1 rewrites the expected output from this run (review it with git diff).
 test-regress:
 	@scripts/regress.sh $(IT_DIR) $(IT_PORT) $(REGRESS_FILTER)

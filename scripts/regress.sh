@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # pg_regress golden tests (tests/pg_regress/{sql,expected}: the tour and the docs' examples) against the
-# installed extension, on the scratch cluster, in three databases that must all give the expected output:
+# installed extension, on the scratch cluster, in four databases that must all give the expected output:
 #   plain               a new database
 #   empty_search_path   ALTER DATABASE ... SET search_path = ''
 #   hostile             look-alike functions, operators, aggregates, tables and types in public
 #                       (tests/pg_regress/hostile.sql), public writable as before PostgreSQL 15
+#   updated             CREATE EXTENSION ... VERSION '0.1.0' (the frozen script), then ALTER EXTENSION UPDATE
 #   scripts/regress.sh DIR PORT [FILTER]     (make test-regress [REGRESS_FILTER=docs_])
 #   REGRESS_ACCEPT=1 scripts/regress.sh ...  copies the plain run's output over expected/ (review the diff)
 # `cargo pgrx regress` reads the same folders, but cannot run as root (it runs initdb and pg_ctl as the
@@ -44,13 +45,18 @@ printf '#!/bin/bash\nexec $* -v VERBOSITY=terse\n' > "$launcher"
 chmod 700 "$launcher"
 export PGOPTIONS="-c client_min_messages=warning"
 
+# The frozen 0.1.0 script, for the updated database (make install ships only the update scripts).
+cp "$root/sql/runtime_sandbox--0.1.0.sql" "$("$PG_CONFIG" --sharedir)/extension/runtime_sandbox--0.1.0.sql"
+
 failed=()
-for variant in plain empty_search_path hostile; do
+variants=(plain empty_search_path hostile updated)
+for variant in "${variants[@]}"; do
   db=runtime_sandbox_regress_$variant
   psql postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
   case $variant in
     empty_search_path) psql postgres -c "ALTER DATABASE $db SET search_path = ''" ;;
     hostile) psql "$db" -f "$inputdir/hostile.sql" ;;
+    updated) psql "$db" -c "CREATE EXTENSION runtime_sandbox VERSION '0.1.0'" -c "ALTER EXTENSION runtime_sandbox UPDATE" ;;
   esac
   out=$outroot/$variant
   rm -rf "$out" && mkdir -p "$out"
@@ -71,4 +77,4 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "regress: FAILED in ${failed[*]} (diffs above; outputs in target/pg_regress/<variant>/results)" >&2
   exit 1
 fi
-echo "regress: ${#tests[@]} tests passed in 3 databases (plain, search_path = '', hostile public)"
+echo "regress: ${#tests[@]} tests passed in ${#variants[@]} databases (${variants[*]})"
