@@ -13,9 +13,11 @@ export RUNTIME_SANDBOX_IT_DIR  := $(IT_DIR)
 export RUNTIME_SANDBOX_IT_PORT := $(IT_PORT)
 # `make test-pg PGTEST_FILTER=backfill_` runs only the SQL tests whose names contain it.
 PGTEST_FILTER ?=
+# `make test-regress REGRESS_FILTER=docs_` runs only the pg_regress tests whose names contain it.
+REGRESS_FILTER ?=
 PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
 
-.PHONY: setup build install install-dev test test-core test-pg test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
+.PHONY: setup build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
 
 setup:
 	@scripts/setup.sh
@@ -31,8 +33,10 @@ install-dev: setup
 	cargo pgrx install --pg-config $(PG_CONFIG)
 
 ## All tests: the pure core, then `cargo pgrx test`, which runs the SQL-layer tests inside PostgreSQL and
-## then the real-connection integration tests in tests/ (against the scratch cluster in $(IT_DIR)).
-test: setup test-core test-pg
+## then the real-connection integration tests in tests/ (against the scratch cluster in $(IT_DIR)), then the
+## pg_regress golden tests (the tour and the docs' examples) against the extension test-pg installed, and
+## pgspot over the SQL scripts.
+test: setup test-core test-pg test-regress test-pgspot
 
 test-core:
 	cargo test --lib --features pg$(PG_MAJOR)
@@ -41,6 +45,16 @@ test-pg:
 	@scripts/cluster.sh stop $(IT_DIR)
 	rm -rf $(dir $(TEST_PGDATA))
 	cargo pgrx test pg$(PG_MAJOR) $(PGTEST_FILTER) --runas postgres --pgdata $(TEST_PGDATA)
+
+## The tour and the docs' examples (tests/pg_regress) in four databases: plain, search_path = '', hostile
+## look-alikes in public, updated from 0.1.0. Runs against the installed extension (after test-pg or install-dev);
+## REGRESS_ACCEPT=1 rewrites the expected output from this run (review it with git diff).
+test-regress:
+	@scripts/regress.sh $(IT_DIR) $(IT_PORT) $(REGRESS_FILTER)
+
+## pgspot over the generated install script and the update scripts; findings only as tests/pgspot.allow explains.
+test-pgspot: setup
+	@scripts/pgspot.sh
 
 ## Only the integration tests, against a dev build.
 test-integration: install-dev

@@ -9,7 +9,7 @@ PGRX_VERSION=0.18.1
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(postgresql-${PG_MAJOR} postgresql-server-dev-${PG_MAJOR} postgresql-${PG_MAJOR}-cron libclang-dev sudo)
+packages=(postgresql-${PG_MAJOR} postgresql-server-dev-${PG_MAJOR} postgresql-${PG_MAJOR}-cron libclang-dev sudo python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,4 +28,18 @@ fi
 if ! grep -qs "pg${PG_MAJOR}" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
   echo "setup: cargo pgrx init --pg${PG_MAJOR}"
   cargo pgrx init --pg${PG_MAJOR} "$PG_CONFIG"
+fi
+
+# pgspot (make test runs it over the generated install script and the update scripts): a venv of its own.
+PGSPOT_VERSION=0.9.4
+tools="${RUNTIME_SANDBOX_TOOLS:-$HOME/.cache/runtime_sandbox}"
+if ! "$tools/pgspot/bin/pgspot" --version 2>/dev/null | grep -q "$PGSPOT_VERSION"; then
+  echo "setup: installing pgspot $PGSPOT_VERSION into $tools/pgspot"
+  if ! python3 -m venv --help >/dev/null 2>&1; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+  fi
+  rm -rf "$tools/pgspot"
+  python3 -m venv "$tools/pgspot"
+  "$tools/pgspot/bin/pip" install --quiet --disable-pip-version-check "pgspot==$PGSPOT_VERSION"
 fi

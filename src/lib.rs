@@ -11,16 +11,18 @@ use pgrx::prelude::*;
 pub mod args;
 pub mod fast_hash;
 pub mod pg_types;
+pub mod error;
 mod shell;
 
 pub mod backfill;
 pub mod ledger;
+pub mod managed;
 pub mod reconcile;
 pub mod stock;
 
 extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
 extension_sql_file!("../sql/stock_status.sql", name = "stock_status", requires = ["schema"]);
-extension_sql_file!("../sql/comments_stock.sql", name = "comments_stock", requires = [stable_json, stock_hash, "stock_status"]);
+extension_sql_file!("../sql/comments_stock.sql", name = "comments_stock", requires = [stable_json, stock_hash, managed_resource_status, "stock_status"]);
 extension_sql_file!("../sql/ledger/api.sql", name = "ledger_api", requires = [install_ledger]);
 
 /// Required by `cargo pgrx test`.

@@ -1,4 +1,6 @@
 -- 3. Backfill: build runtime_sandbox_operations from attempt JSON, one keyset page at a time.
+SET TimeZone = 'UTC';  -- timestamps and cursors print the same everywhere
+SET DateStyle = 'ISO';
 INSERT INTO runtime_scheduler.runs (run_id, org_id) VALUES ('run-a', 'org-1'), ('run-b', 'org-2');
 INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json) VALUES
   ('run-a', 1, '2026-03-01 10:00:00.000001+00',

@@ -1,16 +1,16 @@
 //! Stock hashes: the application's `stableJson` / `stockHash` and the
-//! managed-resource status rules, plus the SQL functions built on them.
+//! managed-resource status rules (pure core), plus the SQL functions built on
+//! them (`shell`).
 
 pub mod canonical;
 pub mod json;
 pub mod jsonb_binary;
-pub mod managed;
 pub mod status;
 
-mod sql;
+mod shell;
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }

@@ -2,7 +2,7 @@
 //! state (`desiredConfig`, `desiredMetadata` in the application).
 
 use super::js::{self, Object};
-use super::rules::{DEFAULT_STOCK_VERSION, KUBERNETES_MARKER, MANAGED_BY_KEY, PROVIDER_KEY};
+use super::vocabulary::{DEFAULT_STOCK_VERSION, KUBERNETES_MARKER, MANAGED_BY_KEY, PROVIDER_KEY};
 use crate::args::{json_kind, ArgError};
 use serde_json::Value;
 

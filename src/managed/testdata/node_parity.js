@@ -1,8 +1,8 @@
 // Independent JavaScript statement of the application's managed-environment
 // stock rules (stableJson/stockHash as the drift module describes them, the
-// key set, the stock object and the metadata merge), run by
-// `parity_tests.rs` on the same inputs as the Rust core. Reads cases as JSON
-// on stdin, writes results as JSON on stdout.
+// key set, the stock object and the metadata merge), run by the
+// `javascript_parity` tests in `src/managed/rules.rs` on the same inputs as
+// the Rust core. Reads cases as JSON on stdin, writes results as JSON on stdout.
 const crypto = require("node:crypto");
 
 const KUBERNETES_MARKER = "managedKubernetesSandbox";

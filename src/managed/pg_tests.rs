@@ -395,7 +395,7 @@ fn managed_rejects_bad_app_schema() {
     row("SELECT * FROM runtime_sandbox.reconcile_managed_environment('S', 'p', app_schema => 'public; drop')");
 }
 
-#[pg_test(error = "runtime_sandbox: invalid argument app_schema: schema \"app_empty\" lacks the application's table(s) built_in_managed_resources, companies")]
+#[pg_test(error = "runtime_sandbox: app_schema \"app_empty\" lacks the application's table(s) built_in_managed_resources, companies")]
 fn managed_rejects_app_schema_without_tables() {
     run("CREATE SCHEMA app_empty; CREATE TABLE app_empty.environments (id uuid)");
     row("SELECT * FROM runtime_sandbox.archive_managed_environment('p', app_schema => 'app_empty')");

@@ -71,6 +71,53 @@ fn stock_status_rules_agree_with_the_core() {
 }
 
 #[pg_test]
+fn stock_status_function_returns_enum_values_on_every_row() {
+    // Several rows and two call sites in one query: the label OIDs each call site keeps serve every row.
+    let got = text(
+        "SELECT string_agg(a::text || '/' || b::text, ',' ORDER BY i) FROM (
+             SELECT i, runtime_sandbox.managed_resource_status('r', 'h' || (i % 2), 'h1', 'h0') AS a,
+                    runtime_sandbox.managed_resource_status(NULL, 'h', 'h', 'h') AS b
+               FROM generate_series(0, 3) AS i) t",
+    );
+    assert_eq!(
+        got.as_deref(),
+        Some("stock_current/missing,stock_update_available/missing,stock_current/missing,stock_update_available/missing")
+    );
+    // Real enum values: they compare with the type's labels and sort in label order.
+    let ordered = text(
+        "SELECT string_agg(s::text, ',' ORDER BY s) FROM (VALUES
+             (runtime_sandbox.managed_resource_status('r', 'x', 'y', 'z')),
+             (runtime_sandbox.managed_resource_status('r', 'z', 'y', 'z')),
+             (runtime_sandbox.managed_resource_status('', 'z', 'y', 'z'))) AS v(s)
+          WHERE s >= 'missing'::runtime_sandbox.managed_stock_status",
+    );
+    assert_eq!(ordered.as_deref(), Some("missing,stock_current,operator_modified"));
+}
+
+#[pg_test]
+fn stock_status_function_keeps_its_catalog_entry() {
+    // The signature and attributes the 0.1.0 SQL function had; now C, without a SET clause (it runs no SQL).
+    let entry = text(
+        "SELECT format('%s(%s) -> %s %s%s strict=%s lang=%s config=%s', p.proname,
+                       pg_get_function_arguments(p.oid), p.prorettype::regtype, p.provolatile, p.proparallel,
+                       p.proisstrict, l.lanname, p.proconfig)
+           FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+          WHERE p.oid = 'runtime_sandbox.managed_resource_status(text, text, text, text)'::regprocedure",
+    );
+    assert_eq!(
+        entry.as_deref(),
+        Some(
+            "managed_resource_status(resource_id text, current_hash text, binding_stock_hash text, latest_stock_hash text) \
+             -> runtime_sandbox.managed_stock_status is strict=f lang=c config="
+        )
+    );
+    let public = Spi::get_one::<bool>(
+        "SELECT has_function_privilege('public', 'runtime_sandbox.managed_resource_status(text, text, text, text)', 'EXECUTE')",
+    );
+    assert_eq!(public, Ok(Some(true)), "a pure function, executable by everyone as before");
+}
+
+#[pg_test]
 fn stock_status_enum_has_the_application_labels() {
     let labels = text(
         "SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum

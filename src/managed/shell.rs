@@ -1,0 +1,563 @@
+//! The pgrx shell of managed environments: validate, lock and read over SPI,
+//! ask the pure core (`rules`), write its answer. Every statement is in
+//! `sql/managed/` with `@app@` replaced by the validated, quoted app_schema.
+//! Errors are `crate::error` kinds: 22023 arguments, 42P01 missing tables,
+//! 23505 a name held by a non-sandbox row, 40001 a concurrent change (retry).
+
+use super::input::{self, Desired, ReconcileArgs};
+use super::js;
+use super::rules::{self, Binding, BindingRehash, BindingWrite, Environment, Plan};
+use super::vocabulary;
+use crate::args::{schema_name, ArgError, SchemaName};
+use crate::error::{Error, Kind, OrRaise};
+use crate::pg_types::{JsonbText, Name};
+use crate::stock::status::StockStatus;
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::prelude::*;
+use pgrx::spi::{self, SpiHeapTupleData};
+use pgrx::{AllocatedByRust, PgSqlErrorCode, PgTryBuilder};
+use std::panic::AssertUnwindSafe;
+
+type Row = PgHeapTuple<'static, AllocatedByRust>;
+
+macro_rules! sql {
+    ($file:literal) => {
+        include_str!(concat!("../../sql/managed/", $file))
+    };
+}
+
+/// A condition the code did not foresee (SQLSTATE XX000).
+fn failed(what: &str, e: impl std::fmt::Display) -> ! {
+    error!("runtime_sandbox: {what}: {e}")
+}
+
+const RETRY_HINT: &str = "Retry the call (it is idempotent); in a REPEATABLE READ or SERIALIZABLE transaction, retry the \
+                          transaction, or call it in READ COMMITTED, where it waits for the concurrent change and reads it.";
+
+fn concurrent_change(what: &str, detail: impl Into<String>) -> Error {
+    Error::new(Kind::ConcurrentChange, format!("the managed sandbox environment changed concurrently: {what}"))
+        .detail(detail)
+        .hint(RETRY_HINT)
+}
+
+/// REPEATABLE READ and SERIALIZABLE read with the transaction's snapshot, taken
+/// before this call waited for its row locks.
+fn uses_transaction_snapshot() -> bool {
+    // SAFETY: a backend global, read on the backend's own thread.
+    unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
+}
+
+/// Run a writer; PostgreSQL's own serialization failures inside it (a row
+/// updated or a key inserted since the transaction's snapshot, SSI conflicts)
+/// are reported as ours: the same SQLSTATE 40001, with what to do about it.
+fn serialized<T>(app: &App, body: impl FnOnce() -> T) -> T {
+    PgTryBuilder::new(AssertUnwindSafe(body))
+        .catch_when(PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE, |caught| match caught {
+            CaughtError::PostgresError(report) => {
+                let detail = match report.detail() {
+                    Some(more) => format!("{} ({more}) in app_schema {:?}", report.message(), app.schema.name),
+                    None => format!("{} in app_schema {:?}", report.message(), app.schema.name),
+                };
+                concurrent_change("a row it locks or a binding it writes was committed after its snapshot", detail)
+                    .raise()
+            }
+            ours => ours.rethrow(),
+        })
+        .execute()
+}
+
+/// The application's schema, validated: a plain identifier that holds the three tables.
+struct App {
+    schema: SchemaName,
+}
+
+impl App {
+    fn open(app_schema: Option<Name>) -> App {
+        let Some(value) = app_schema else { Error::from(ArgError::new("app_schema", "must not be null")).raise() };
+        let schema = schema_name("app_schema", value.as_str()).or_raise();
+        let install = format!("SELECT runtime_sandbox.install_environment_tables('{}')", schema.name);
+        let (exists, missing) = Spi::get_two_with_args::<bool, String>(sql!("missing_tables.sql"), &[schema.name.as_str().into()])
+            .unwrap_or_else(|e| failed("checking app_schema", e));
+        if exists != Some(true) {
+            Error::from(ArgError::new("app_schema", format!("schema {:?} does not exist", schema.name)))
+                .hint(format!("{install} creates it with the application's tables."))
+                .raise();
+        }
+        if let Some(missing) = missing {
+            Error::new(Kind::NotInstalled, format!("app_schema {:?} lacks the application's table(s) {missing}", schema.name))
+                .detail("Managed environments work on the application's environments, built_in_managed_resources and companies tables.")
+                .hint(format!("Point app_schema at the application's schema, or run {install} to create the tables."))
+                .raise();
+        }
+        App { schema }
+    }
+
+    fn sql(&self, template: &str) -> String {
+        template.replace("@app@", &self.schema.quoted)
+    }
+
+    fn rows<T>(
+        &self,
+        template: &str,
+        args: &[DatumWithOid<'_>],
+        read: impl Fn(&SpiHeapTupleData<'_>) -> spi::Result<T>,
+    ) -> Vec<T> {
+        let query = self.sql(template);
+        Spi::connect_mut(|client| {
+            let table = client.update(query.as_str(), None, args)?;
+            table.map(|row| read(&row)).collect::<spi::Result<Vec<T>>>()
+        })
+        .unwrap_or_else(|e| failed(&format!("query on app_schema {:?}", self.schema.name), e))
+    }
+
+    /// The id the statement returned, if it touched a row.
+    fn returning_id(&self, template: &str, args: &[DatumWithOid<'_>]) -> Option<String> {
+        self.rows(template, args, |row| row.get::<String>(1)).into_iter().next().flatten()
+    }
+
+    fn run(&self, template: &str, args: &[DatumWithOid<'_>]) {
+        Spi::run_with_args(&self.sql(template), args)
+            .unwrap_or_else(|e| failed(&format!("write to app_schema {:?}", self.schema.name), e));
+    }
+
+    fn company_ids(&self, company_id: Option<pgrx::Uuid>) -> Vec<String> {
+        match company_id {
+            Some(id) => vec![id.to_string()],
+            None => self.rows(sql!("companies.sql"), &[], |row| row.get::<String>(1)).into_iter().flatten().collect(),
+        }
+    }
+
+    /// A row of `environments` (id, name, description, status, config, metadata).
+    fn environment(&self, row: &SpiHeapTupleData<'_>) -> spi::Result<Environment> {
+        Ok(Environment {
+            id: row.get::<String>(1)?.unwrap_or_default(),
+            name: row.get::<String>(2)?.unwrap_or_default(),
+            description: row.get::<String>(3)?,
+            status: row.get::<String>(4)?.unwrap_or_default(),
+            config: self.json_column("environments.config", row.get::<String>(5)?),
+            metadata: self.json_column("environments.metadata", row.get::<String>(6)?),
+        })
+    }
+
+    /// A row of `built_in_managed_resources` (id, company, resource, version, hash, defaults).
+    fn binding(&self, row: &SpiHeapTupleData<'_>) -> spi::Result<Binding> {
+        Ok(Binding {
+            id: row.get::<String>(1)?.unwrap_or_default(),
+            company_id: row.get::<String>(2)?.unwrap_or_default(),
+            resource_id: row.get::<String>(3)?.unwrap_or_default(),
+            stock_version: row.get::<String>(4)?,
+            stock_hash: row.get::<String>(5)?.unwrap_or_default(),
+            defaults: self.json_column("built_in_managed_resources.defaults_json", row.get::<String>(6)?),
+        })
+    }
+
+    /// A jsonb column as the application's `JSON.parse` sees it (SQL NULL → null).
+    fn json_column(&self, column: &str, text: Option<String>) -> serde_json::Value {
+        text.map_or(serde_json::Value::Null, |t| {
+            js::parse(&t).unwrap_or_else(|e| {
+                Error::new(Kind::LimitExceeded, format!("a value of {column} in app_schema {:?} cannot be read", self.schema.name))
+                    .detail(e)
+                    .hint("Managed-environment JSON is read as the application reads it, at most 128 levels deep.")
+                    .raise()
+            })
+        })
+    }
+
+    fn lock_sandbox_rows(&self) -> Vec<Environment> {
+        self.rows(sql!("lock_sandbox_rows.sql"), &[], |row| self.environment(row))
+    }
+
+    fn bindings(&self, company_ids: &[String], resource_id: Option<&str>) -> Vec<Binding> {
+        if company_ids.is_empty() {
+            return Vec::new();
+        }
+        let args: [DatumWithOid; 5] = [
+            company_ids.to_vec().into(),
+            vocabulary::BUNDLE_KEY.into(),
+            vocabulary::RESOURCE_KIND.into(),
+            vocabulary::RESOURCE_KEY.into(),
+            resource_id.map(str::to_owned).into(),
+        ];
+        self.rows(sql!("bindings.sql"), &args, |row| self.binding(row))
+    }
+
+    /// (id, driver) of the row holding `name`.
+    fn name_owner(&self, name: &str) -> Option<(String, String)> {
+        self.rows(sql!("name_owner.sql"), &[name.into()], |row| {
+            Ok((row.get::<String>(1)?.unwrap_or_default(), row.get::<String>(2)?.unwrap_or_default()))
+        })
+        .into_iter()
+        .next()
+    }
+
+    /// The lock-then-read rule needs the reads after the lock to see what is
+    /// committed by then. READ COMMITTED gives each statement a fresh snapshot;
+    /// REPEATABLE READ and SERIALIZABLE keep the transaction's, which may predate
+    /// a concurrent pass this call waited for. There, what the call decides from
+    /// (the sandbox rows, the row holding `name`, the companies' bindings) is
+    /// read again with the newest committed data; any difference is a 40001.
+    fn require_current_snapshot(&self, company_ids: &[String], name: Option<&str>) {
+        if !uses_transaction_snapshot() {
+            return;
+        }
+        let query = self.sql(sql!("decision_inputs.sql"));
+        let args: [DatumWithOid; 5] = [
+            company_ids.to_vec().into(),
+            vocabulary::BUNDLE_KEY.into(),
+            vocabulary::RESOURCE_KIND.into(),
+            vocabulary::RESOURCE_KEY.into(),
+            name.map(str::to_owned).into(),
+        ];
+        let seen = Spi::get_one_with_args::<String>(&query, &args).unwrap_or_else(|e| failed("reading app_schema", e));
+        let committed = read_with_latest_snapshot(&query, &args);
+        if seen != committed {
+            concurrent_change(
+                "rows or bindings it decides from were committed after the transaction's snapshot",
+                format!(
+                    "At REPEATABLE READ and SERIALIZABLE the call reads with the transaction's snapshot, which predates \
+                     its row locks; a concurrent transaction has since changed the sandbox environments or bindings \
+                     in app_schema {:?}.",
+                    self.schema.name
+                ),
+            )
+            .raise();
+        }
+    }
+
+    fn write_bindings(&self, environment_id: &str, company_ids: &[String], bindings: &[Binding], write: &BindingWrite) {
+        let targets = rules::binding_targets(company_ids, bindings, write.replace);
+        if targets.is_empty() {
+            return;
+        }
+        let args: [DatumWithOid; 8] = [
+            targets.into(),
+            vocabulary::BUNDLE_KEY.into(),
+            vocabulary::RESOURCE_KIND.into(),
+            vocabulary::RESOURCE_KEY.into(),
+            environment_id.into(),
+            write.stock_version.as_str().into(),
+            write.stock_hash.as_str().into(),
+            js::to_text(&write.defaults).into(),
+        ];
+        let template = if write.replace { sql!("upsert_bindings.sql") } else { sql!("insert_missing_bindings.sql") };
+        self.run(template, &args);
+    }
+
+    fn rehash_bindings(&self, environment_id: &str, rehashed: &[BindingRehash]) {
+        if rehashed.is_empty() {
+            return;
+        }
+        let args: [DatumWithOid; 4] = [
+            rehashed.iter().map(|r| r.binding_id.clone()).collect::<Vec<_>>().into(),
+            environment_id.into(),
+            rehashed.iter().map(|r| r.stock_hash.clone()).collect::<Vec<_>>().into(),
+            rehashed.iter().map(|r| js::to_text(&r.defaults)).collect::<Vec<_>>().into(),
+        ];
+        self.run(sql!("rehash_bindings.sql"), &args);
+    }
+}
+
+/// The first column of `query`'s first row, read with a snapshot of everything
+/// committed now instead of the transaction's (as PostgreSQL's own foreign-key
+/// checks do at REPEATABLE READ: ri_triggers.c, `detectNewRows`).
+fn read_with_latest_snapshot(query: &str, args: &[DatumWithOid<'_>]) -> Option<String> {
+    let query = std::ffi::CString::new(query).expect("statements have no NUL");
+    let mut types: Vec<pg_sys::Oid> = args.iter().map(DatumWithOid::oid).collect();
+    let mut values: Vec<pg_sys::Datum> =
+        args.iter().map(|a| a.datum().map_or(pg_sys::Datum::from(0usize), |d| d.sans_lifetime())).collect();
+    let nulls: Vec<std::ffi::c_char> =
+        args.iter().map(|a| if a.datum().is_some() { b' ' } else { b'n' } as std::ffi::c_char).collect();
+    Spi::connect(|_| {
+        // SAFETY: inside an SPI connection; the plan, the arguments and the result
+        // live in SPI's memory until the connection ends, after we copied the text.
+        unsafe {
+            let plan = pg_sys::SPI_prepare(query.as_ptr(), types.len() as i32, types.as_mut_ptr());
+            if plan.is_null() {
+                failed("preparing the snapshot check", pg_sys::SPI_result);
+            }
+            pg_sys::CommandCounterIncrement();
+            let status = pg_sys::SPI_execute_snapshot(
+                plan,
+                values.as_mut_ptr(),
+                nulls.as_ptr(),
+                pg_sys::GetLatestSnapshot(),
+                std::ptr::null_mut(),
+                true,
+                false,
+                1,
+            );
+            if status != pg_sys::SPI_OK_SELECT as i32 {
+                failed("running the snapshot check", status);
+            }
+            let table = pg_sys::SPI_tuptable;
+            if table.is_null() || (*table).numvals == 0 {
+                return None;
+            }
+            let text = pg_sys::SPI_getvalue(*(*table).vals, (*table).tupdesc, 1);
+            (!text.is_null()).then(|| std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned())
+        }
+    })
+}
+
+fn json_arg(value: &serde_json::Value) -> Option<String> {
+    (!value.is_null()).then(|| js::to_text(value))
+}
+
+struct Reconciled {
+    environment_id: String,
+    action: &'static str,
+    stock_status: StockStatus,
+    update_available: bool,
+    stock_hash: String,
+    provider_reactivated: bool,
+    tracking_initialized: bool,
+    company_ids: Vec<String>,
+}
+
+fn reconcile(app: &App, desired: &Desired, company_id: Option<pgrx::Uuid>) -> Reconciled {
+    let company_ids = app.company_ids(company_id);
+    // Lock before reading the bindings: a pass that waited here reads the
+    // bindings the winning pass committed.
+    let rows = app.lock_sandbox_rows();
+    app.require_current_snapshot(&company_ids, Some(&desired.name));
+    let mut bindings = app.bindings(&company_ids, None);
+    let mut keys = rules::metadata_keys(&desired.metadata, &bindings);
+    let done = |environment_id: String, action, stock_status, stock_hash, bindings: &[Binding], reactivated| Reconciled {
+        environment_id,
+        action,
+        stock_status,
+        update_available: action == "skipped",
+        stock_hash,
+        provider_reactivated: reactivated,
+        tracking_initialized: bindings.len() < company_ids.len(),
+        company_ids: company_ids.clone(),
+    };
+
+    let row = match rules::pick_row(&rows, &desired.name) {
+        Some(row) => row.clone(),
+        None => {
+            if let Some((_, driver)) = app.name_owner(&desired.name).filter(|(_, d)| d != "sandbox") {
+                Error::new(
+                    Kind::Conflict,
+                    format!(
+                        "failed to ensure managed sandbox environment: environment {:?} already exists with driver {driver:?}",
+                        desired.name
+                    ),
+                )
+                .detail(format!(
+                    "There is no managed sandbox environment in app_schema {:?}, and its name is held by a {driver:?} environment.",
+                    app.schema.name
+                ))
+                .hint("Rename or remove that environment, or reconcile the managed one under another name.")
+                .raise();
+            }
+            let insertion = rules::insertion(desired, &keys);
+            let args: [DatumWithOid; 4] = [
+                desired.name.as_str().into(),
+                desired.description.clone().into(),
+                js::to_text(&serde_json::Value::Object(desired.config.clone())).into(),
+                json_arg(&insertion.metadata).into(),
+            ];
+            if let Some(id) = app.returning_id(sql!("insert_environment.sql"), &args) {
+                app.write_bindings(&id, &company_ids, &bindings, &insertion.bindings);
+                let hash = insertion.bindings.stock_hash.clone();
+                return done(id, "added", StockStatus::Missing, hash, &bindings, false);
+            }
+            // A concurrent pass inserted first: take its row under lock, and
+            // (unlike the seed) re-read the bindings it committed.
+            let winner = app.lock_sandbox_rows().into_iter().find(Environment::is_managed);
+            let Some(winner) = winner else {
+                concurrent_change(
+                    "another row took its name",
+                    format!(
+                        "A concurrent transaction inserted an environment named {:?} that is not the managed sandbox \
+                         environment, while this call was inserting it.",
+                        desired.name
+                    ),
+                )
+                .raise()
+            };
+            bindings = app.bindings(&company_ids, None);
+            keys = rules::metadata_keys(&desired.metadata, &bindings);
+            winner
+        }
+    };
+
+    let name_owner = app.name_owner(&desired.name).map(|(id, _)| id);
+    let decision = rules::decide(&row, name_owner.as_deref(), desired, &bindings, &keys);
+    let mut reactivated = false;
+    match &decision.plan {
+        Plan::Skip { reactivation, bindings: write } => {
+            if let Some(reactivation) = reactivation {
+                let args: [DatumWithOid; 2] = [row.id.as_str().into(), json_arg(&reactivation.metadata).into()];
+                if app.returning_id(sql!("reactivate_environment.sql"), &args).is_none() {
+                    concurrent_change("its row is no longer archived", format!("environment {} was locked", row.id))
+                        .raise();
+                }
+                app.rehash_bindings(&row.id, &reactivation.bindings);
+                reactivated = true;
+            }
+            app.write_bindings(&row.id, &company_ids, &bindings, write);
+        }
+        Plan::Unchanged { bindings: write } => app.write_bindings(&row.id, &company_ids, &bindings, write),
+        Plan::Update { environment, bindings: write } => {
+            let args: [DatumWithOid; 5] = [
+                row.id.as_str().into(),
+                environment.name.as_str().into(),
+                environment.description.clone().into(),
+                js::to_text(&environment.config).into(),
+                json_arg(&environment.metadata).into(),
+            ];
+            if app.returning_id(sql!("update_environment.sql"), &args).is_none() {
+                concurrent_change("its row is gone", format!("environment {} was locked", row.id)).raise();
+            }
+            app.write_bindings(&row.id, &company_ids, &bindings, write);
+        }
+    }
+    done(row.id.clone(), decision.action(), decision.stock_status, decision.latest_hash.clone(), &bindings, reactivated)
+}
+
+/// Keep the platform-managed sandbox environment at stock without
+/// overwriting operator edits (the application's ensureManagedSandboxEnvironment).
+#[pg_extern(volatile, parallel_unsafe, requires = ["managed_types"])]
+#[search_path(pg_catalog, pg_temp)]
+#[allow(clippy::too_many_arguments)]
+fn reconcile_managed_environment(
+    name: Option<String>,
+    provider: Option<String>,
+    config: default!(Option<JsonbText>, "'{}'"),
+    description: default!(Option<String>, "NULL"),
+    extra_metadata: default!(Option<JsonbText>, "'{}'"),
+    company_id: default!(Option<pgrx::Uuid>, "NULL"),
+    stock_version: default!(Option<String>, "NULL"),
+    platform_fully_managed: default!(Option<bool>, "false"),
+    app_schema: default!(Option<Name>, "'public'"),
+) -> pgrx::composite_type!('static, "runtime_sandbox.managed_environment_reconciliation") {
+    let desired = input::desired(ReconcileArgs {
+        name,
+        provider,
+        config: config.map(|j| j.0),
+        description,
+        extra_metadata: extra_metadata.map(|j| j.0),
+        stock_version,
+        platform_fully_managed,
+    })
+    .or_raise();
+    let app = App::open(app_schema);
+    let r = serialized(&app, || reconcile(&app, &desired, company_id));
+    let activity = rules::activity_action(r.action, r.tracking_initialized);
+    let args: [DatumWithOid; 9] = [
+        r.environment_id.into(),
+        r.action.into(),
+        r.stock_status.as_str().into(),
+        r.update_available.into(),
+        r.stock_hash.into(),
+        r.provider_reactivated.into(),
+        r.tracking_initialized.into(),
+        activity.into(),
+        r.company_ids.into(),
+    ];
+    result_row(sql!("reconciliation_row.sql"), &args)
+}
+
+fn result_row(query: &str, args: &[DatumWithOid<'_>]) -> Row {
+    Spi::get_one_with_args::<Row>(query, args)
+        .unwrap_or_else(|e| failed("building the result row", e))
+        .unwrap_or_else(|| error!("runtime_sandbox: result row is NULL"))
+}
+
+/// Archive the managed row on provider outage (the application's archiveManagedSandboxEnvironment).
+#[pg_extern(volatile, parallel_unsafe, requires = ["managed_types"])]
+#[search_path(pg_catalog, pg_temp)]
+fn archive_managed_environment(
+    provider: Option<String>,
+    company_id: default!(Option<pgrx::Uuid>, "NULL"),
+    app_schema: default!(Option<Name>, "'public'"),
+) -> pgrx::composite_type!('static, "runtime_sandbox.managed_environment_archive") {
+    let provider = match provider {
+        None => Error::from(ArgError::new("provider", "must not be null")).raise(),
+        Some(p) if p.is_empty() => Error::from(ArgError::new("provider", "must not be empty")).raise(),
+        Some(p) => p,
+    };
+    let app = App::open(app_schema);
+    let not_archived = || {
+        let args: [DatumWithOid; 5] =
+            [None::<String>.into(), false.into(), None::<String>.into(), 0i32.into(), None::<String>.into()];
+        result_row(sql!("archive_row.sql"), &args)
+    };
+    let archived = serialized(&app, || {
+        let rows = app.lock_sandbox_rows();
+        let company_ids = app.company_ids(company_id);
+        app.require_current_snapshot(&company_ids, None);
+        let row = rules::archive_target(&rows, &provider)?;
+        let bindings = app.bindings(&company_ids, Some(&row.id));
+        let token = Spi::get_one::<String>("SELECT pg_catalog.gen_random_uuid()::text")
+            .unwrap_or_else(|e| failed("gen_random_uuid", e))
+            .unwrap_or_default();
+        let (metadata, rehashed) = rules::archive(row, &bindings, &token);
+        let args: [DatumWithOid; 2] = [row.id.as_str().into(), json_arg(&metadata).into()];
+        app.returning_id(sql!("archive_environment.sql"), &args)?;
+        app.rehash_bindings(&row.id, &rehashed);
+        Some((row.id.clone(), token, rehashed.len() as i32))
+    });
+    let Some((environment_id, token, bindings_updated)) = archived else { return not_archived() };
+    let args: [DatumWithOid; 5] = [
+        environment_id.into(),
+        true.into(),
+        token.into(),
+        bindings_updated.into(),
+        rules::ARCHIVED_ACTIVITY.into(),
+    ];
+    result_row(sql!("archive_row.sql"), &args)
+}
+
+/// Create the application's environment tables (idempotent).
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn install_environment_tables(app_schema: default!(Name, "'public'")) {
+    let schema = schema_name("app_schema", app_schema.as_str()).or_raise();
+    let exists = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+        &[schema.name.as_str().into()],
+    )
+    .unwrap_or_else(|e| failed("checking app_schema", e))
+    .unwrap_or(false);
+    if !exists {
+        Spi::run(&format!("CREATE SCHEMA {}", schema.quoted))
+            .unwrap_or_else(|e| failed(&format!("creating schema {}", schema.name), e));
+    }
+    Spi::run(&sql!("install.sql").replace("@app@", &schema.quoted))
+        .unwrap_or_else(|e| failed(&format!("install_environment_tables({})", schema.name), e));
+}
+
+/// One row per managed-sandbox binding: recorded vs current stock hash, with
+/// the reconciler's own key set, stock object and status rules (`rules::drift`).
+#[pg_extern(stable, parallel_restricted, requires = ["managed_types"])]
+#[search_path(pg_catalog, pg_temp)]
+fn managed_environment_drift(
+    app_schema: default!(Option<Name>, "'public'"),
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "runtime_sandbox.managed_environment_drift")> {
+    let app = App::open(app_schema);
+    let slot: [DatumWithOid; 3] =
+        [vocabulary::BUNDLE_KEY.into(), vocabulary::RESOURCE_KIND.into(), vocabulary::RESOURCE_KEY.into()];
+    let (bindings, newest): (Vec<Binding>, Vec<bool>) = app
+        .rows(sql!("drift_bindings.sql"), &slot, |row| Ok((app.binding(row)?, row.get::<bool>(7)?.unwrap_or(false))))
+        .into_iter()
+        .unzip();
+    let mut ids: Vec<String> = bindings.iter().map(|b| b.resource_id.clone()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let environments = app.rows(sql!("environments.sql"), &[ids.into()], |row| app.environment(row));
+    let report = rules::drift(&bindings, &newest, &environments);
+    let args: [DatumWithOid; 5] = [
+        report.iter().map(|d| d.company_id.clone()).collect::<Vec<_>>().into(),
+        report.iter().map(|d| d.environment_id.clone()).collect::<Vec<_>>().into(),
+        report.iter().map(|d| d.binding_stock_hash.clone()).collect::<Vec<_>>().into(),
+        report.iter().map(|d| d.current_hash.clone()).collect::<Vec<Option<String>>>().into(),
+        report.iter().map(|d| d.stock_status.as_str().to_owned()).collect::<Vec<_>>().into(),
+    ];
+    let rows: Vec<Row> =
+        app.rows(sql!("drift_rows.sql"), &args, |row| row.get::<Row>(1)).into_iter().flatten().collect();
+    SetOfIterator::new(rows)
+}

@@ -1,0 +1,10 @@
+-- The examples of docs/ledger.md, in its order (tests/docs_examples.rs checks the page against this output).
+CREATE EXTENSION IF NOT EXISTS runtime_sandbox;
+DROP SCHEMA IF EXISTS runtime_scheduler CASCADE;
+SELECT runtime_sandbox.install_ledger();
+SELECT * FROM runtime_sandbox.check_ledger();
+DROP INDEX runtime_scheduler.runtime_sandbox_operations_token_idx;
+SELECT * FROM runtime_sandbox.check_ledger();
+SELECT * FROM runtime_sandbox.check_ledger('nowhere');
+SELECT runtime_sandbox.install_ledger('a;b');
+DROP SCHEMA runtime_scheduler CASCADE;

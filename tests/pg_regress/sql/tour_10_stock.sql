@@ -1,0 +1,1 @@
+../../../scripts/tour/10_stock.sql

@@ -1,0 +1,1 @@
+../../../scripts/tour/20_ledger.sql

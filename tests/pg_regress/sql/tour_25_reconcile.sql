@@ -1,0 +1,1 @@
+../../../scripts/tour/25_reconcile.sql

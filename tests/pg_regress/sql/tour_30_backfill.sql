@@ -1,0 +1,1 @@
+../../../scripts/tour/30_backfill.sql

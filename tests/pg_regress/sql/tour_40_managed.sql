@@ -1,0 +1,1 @@
+../../../scripts/tour/40_managed.sql
