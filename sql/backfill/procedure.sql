@@ -14,8 +14,8 @@ DECLARE
     lock_key      bigint;
     progress      @extschema@.backfill_progress;
     batch         integer := 0;
-    started       timestamptz;
-    batch_started timestamptz;
+    started       pg_catalog.timestamptz;
+    batch_started pg_catalog.timestamptz;
 BEGIN
     -- Bad arguments fail here, before the lock is taken or anything is written.
     lock_key := @extschema@._backfill_run_lock_key(batch_size, max_batches, pause, ledger_schema);

@@ -39,5 +39,5 @@ extension_sql_file!(
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }

@@ -891,7 +891,8 @@ fn backfill_run_lock(lock_key: i64) -> bool {
         ABORT_CALLBACK.with(|c| c.set(true));
     }
     if HELD_RUN_LOCK.with(Cell::get).is_some() {
-        error!("runtime_sandbox: this session already runs a sandbox operation backfill");
+        // A run of this session holds it (a procedure cannot run inside another that COMMITs).
+        return false;
     }
     let tag = advisory_tag(lock_key);
     // SAFETY: a session-level ExclusiveLock without waiting, as pg_try_advisory_lock(bigint).

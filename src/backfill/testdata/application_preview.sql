@@ -2,7 +2,7 @@
 -- as one SQL statement in the application's terms (the extension's page SQL
 -- before the page moved to Rust): jsonb_array_elements and ->> per resource,
 -- row_number() per identity. $1..$4 the cursor (NULL: from the oldest), $5
--- the page size, @ledger@ the quoted ledger schema. src/backfill/tests.rs
+-- the page size, @ledger@ the quoted ledger schema. src/backfill/pg_tests.rs
 -- compares the extension's pages with it; the final row is cast to text.
 WITH page AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt, attempt.updated_at, run.org_id,
