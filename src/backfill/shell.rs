@@ -221,7 +221,9 @@ fn required<T>(argument: &'static str, value: Option<T>) -> T {
 /// The ledger schema must exist and hold the tables the backfill uses.
 fn ledger(ledger_schema: Option<Name>) -> SchemaName {
     let name = required("ledger_schema", ledger_schema);
-    let schema = existing_schema("ledger_schema", name.as_str());
+    let schema = check(args::schema_name("ledger_schema", name.as_str()));
+    // One kept statement per call (the procedure calls once per page); the
+    // schema's existence is asked only to name what is missing.
     let missing = Spi::connect_mut(|client| {
         let table = run_kept(client, Access::Read, LEDGER_TABLES, &[schema.name.as_str().into()], &|e| {
             error!("runtime_sandbox: checking ledger tables failed: {e}")
@@ -229,6 +231,7 @@ fn ledger(ledger_schema: Option<Name>) -> SchemaName {
         table.first().get_one::<String>().unwrap_or_else(|e| error!("runtime_sandbox: checking ledger tables failed: {e}"))
     });
     if let Some(missing) = missing {
+        existing_schema("ledger_schema", name.as_str());
         raise_arg(ArgError::new(
             "ledger_schema",
             format!("schema {:?} has no {missing} table (run runtime_sandbox.install_ledger first)", schema.name),
