@@ -712,3 +712,20 @@ fn backfill_checkpoint_timestamps_do_not_depend_on_the_session_datestyle() {
     assert_eq!(p, "(1,r2)");
     run("RESET DateStyle");
 }
+
+/// Every statement of a call sees what earlier calls wrote, also within one
+/// SQL statement: the second call resumes from the first one's checkpoint.
+#[pg_test]
+fn backfill_calls_in_one_statement_resume_from_each_other() {
+    ledger("bf_same_statement");
+    for i in 1..=3 {
+        attempt("bf_same_statement", &format!("r{i}"), 1, &format!("2026-01-01 00:00:0{i}+00"), &format!("'[{}]'", daytona(&format!("s{i}"))));
+    }
+    let pages = text(
+        "SELECT string_agg(coalesce(((p).next_cursor).run_id, (p).phase), ',' ORDER BY g)
+         FROM (SELECT g, runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_same_statement') AS p
+               FROM generate_series(1, 4) AS g OFFSET 0) AS calls",
+    );
+    assert_eq!(pages, "r1,r2,r3,complete");
+    assert_eq!(int("SELECT count(*) FROM bf_same_statement.runtime_sandbox_operations"), 3);
+}

@@ -54,17 +54,11 @@ thread_local! {
     static RESOURCES_PER_ATTEMPT: Cell<f64> = const { Cell::new(1.0) };
 }
 
-/// Whether a statement writes: SPI runs reads read-only (no new snapshot, no command counter increment).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
-    Read,
-    Write,
-}
-
-/// Run `sql` with its kept plan. The result is also the SPI tuple table `Rows` reads.
+/// Run `sql` with its kept plan. The result is also the SPI tuple table `Rows` reads. Kept plans are
+/// prepared as mutating, so every statement runs read-write: a fresh snapshot that sees the transaction's
+/// earlier writes (a second call in the same statement reads the checkpoint the first one wrote).
 fn run_kept<'conn>(
     client: &mut SpiClient<'conn>,
-    access: Access,
     sql: &str,
     args: &[DatumWithOid<'_>],
     fail: &dyn Fn(String),
@@ -78,12 +72,7 @@ fn run_kept<'conn>(
             let plan = client.prepare_mut(sql, &types).unwrap_or_else(|e| raise(fail, e)).keep();
             plans.insert(sql.to_owned(), plan);
         }
-        let plan = &plans[sql];
-        let result = match access {
-            Access::Read => client.select(plan, None, args),
-            Access::Write => client.update(plan, None, args),
-        };
-        result.unwrap_or_else(|e| raise(fail, e))
+        client.update(&plans[sql], None, args).unwrap_or_else(|e| raise(fail, e))
     })
 }
 
@@ -225,7 +214,7 @@ fn ledger(ledger_schema: Option<Name>) -> SchemaName {
     // One kept statement per call (the procedure calls once per page); the
     // schema's existence is asked only to name what is missing.
     let missing = Spi::connect_mut(|client| {
-        let table = run_kept(client, Access::Read, LEDGER_TABLES, &[schema.name.as_str().into()], &|e| {
+        let table = run_kept(client, LEDGER_TABLES, &[schema.name.as_str().into()], &|e| {
             error!("runtime_sandbox: checking ledger tables failed: {e}")
         });
         table.first().get_one::<String>().unwrap_or_else(|e| error!("runtime_sandbox: checking ledger tables failed: {e}"))
@@ -357,7 +346,7 @@ fn fetch_attempts(client: &mut SpiClient<'_>, ledger: &SchemaName, from: &FetchF
         None => Vec::new(),
         Some(key) => vec![timestamptz_arg(Some(key.updated_at)), text_arg(Some(&key.run_id)), key.attempt.into()],
     };
-    run_kept(client, Access::Read, &sql, &args, &|e| page_failed(ledger, e));
+    run_kept(client, &sql, &args, &|e| page_failed(ledger, e));
     Rows::of_last_statement()
 }
 
@@ -375,7 +364,7 @@ fn attempt_resources(client: &mut SpiClient<'_>, ledger: &SchemaName, json: pg_s
     }
     // SAFETY: the jsonb datum, typed as jsonb.
     let arg = unsafe { DatumWithOid::new(json, pg_sys::JSONBOID) };
-    run_kept(client, Access::Read, RESOURCE_FIELDS, &[arg], &|e| page_failed(ledger, e));
+    run_kept(client, RESOURCE_FIELDS, &[arg], &|e| page_failed(ledger, e));
     let rows = Rows::of_last_statement();
     let mut found = Vec::new();
     for row in 0..rows.count {
@@ -485,7 +474,7 @@ fn run_insert(
         .replace("@on_conflict@", on_conflict)
         .replace("@returning@", if returning { "RETURNING operation_key" } else { "" })
         .replace("@ledger@", &ledger.quoted);
-    run_kept(client, Access::Write, &sql, args, &|e| page_failed(ledger, e));
+    run_kept(client, &sql, args, &|e| page_failed(ledger, e));
     // SAFETY: SPI_processed of the INSERT just run.
     let count = unsafe { pg_sys::SPI_processed } as i64;
     let keys = returning.then(|| {
@@ -551,7 +540,7 @@ fn existing(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, winner
         texts(resources.iter().map(|r| Some(r.routing_domain_key()))),
     ];
     let sql = EXISTING_IDENTITIES.replace("@ledger@", &ledger.quoted);
-    run_kept(client, Access::Read, &sql, &args, &|e| page_failed(ledger, e));
+    run_kept(client, &sql, &args, &|e| page_failed(ledger, e));
     let rows = Rows::of_last_statement();
     (0..rows.count).map(|row| winners[rows.int(row, 1).expect("a position") as usize - 1]).collect()
 }
@@ -621,7 +610,7 @@ fn page_function(
         let mut args = vec![(page.scanned() as i64).into(), inserted.into(), page.has_more().into()];
         args.extend(next_cursor_args(next.as_ref()));
         args.extend(target_args(&page, &*would_insert));
-        let table = run_kept(client, Access::Read, PAGE_ROW, &args, &|e| page_failed(&ledger, e));
+        let table = run_kept(client, PAGE_ROW, &args, &|e| page_failed(&ledger, e));
         table.first().get_one::<Row>().ok().flatten().unwrap_or_else(|| error!("runtime_sandbox: building the backfill page row failed"))
     })
 }
@@ -655,7 +644,7 @@ fn preview_sandbox_operation_backfill(
 fn read_checkpoint(ledger: &SchemaName) -> Checkpoint {
     let sql = READ_CHECKPOINT.replace("@ledger@", &ledger.quoted);
     let value = Spi::connect_mut(|client| {
-        let table = run_kept(client, Access::Read, &sql, &[checkpoint::CONTROL_KEY.into()], &|e| {
+        let table = run_kept(client, &sql, &[checkpoint::CONTROL_KEY.into()], &|e| {
             error!("runtime_sandbox: reading the backfill checkpoint failed: {e}")
         });
         if table.is_empty() {
@@ -688,7 +677,7 @@ fn stored_position(ledger: &SchemaName, cursor: Cursor<String>) -> After {
 
 fn write_checkpoint(client: &mut SpiClient<'_>, ledger: &SchemaName, value: &str) {
     let sql = WRITE_CHECKPOINT.replace("@ledger@", &ledger.quoted);
-    run_kept(client, Access::Write, &sql, &[checkpoint::CONTROL_KEY.into(), value.into()], &|e| {
+    run_kept(client, &sql, &[checkpoint::CONTROL_KEY.into(), value.into()], &|e| {
         error!("runtime_sandbox: writing the backfill checkpoint failed: {e}")
     });
 }
@@ -723,7 +712,7 @@ fn progress_row(
         ]),
     }
     Spi::connect_mut(|client| {
-        let table = run_kept(client, Access::Read, PROGRESS_ROW, &args, &|e| {
+        let table = run_kept(client, PROGRESS_ROW, &args, &|e| {
             error!("runtime_sandbox: building backfill progress failed: {e}")
         });
         table.first().get_one::<Row>().ok().flatten().unwrap_or_else(|| error!("runtime_sandbox: building backfill progress failed"))
@@ -820,7 +809,7 @@ fn backfill_status(
     let sql = STATUS.replace("@after_attempt@", condition).replace("@ledger@", &ledger.quoted);
     let (cursor, remaining) = Spi::connect_mut(|client| {
         let fail = |e: String| error!("runtime_sandbox: backfill status on {} failed: {e}", ledger.name);
-        let table = run_kept(client, Access::Read, &sql, &next_cursor_args(after.as_ref()), &fail);
+        let table = run_kept(client, &sql, &next_cursor_args(after.as_ref()), &fail);
         table.first().get_two::<Row, i64>().unwrap_or_else(|e| raise(&fail, e))
     });
     TableIterator::once((Phase::Pending.as_str().to_owned(), cursor, remaining.unwrap_or(0)))
