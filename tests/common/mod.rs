@@ -50,3 +50,95 @@ pub fn fresh_database(name: &str) -> String {
 pub fn db_message(err: &postgres::Error) -> String {
     err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string())
 }
+
+/// A number from the environment (`name`), or `default` when unset or not a number:
+/// the fault tests run longer with e.g. `RUNTIME_SANDBOX_CHAOS_ROUNDS=100`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A small seeded generator (SplitMix64): the fault tests' random choices
+/// repeat for one seed, and a failure prints the seed it ran with.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// The ordinary tables of `schema`, by name.
+pub fn user_tables(c: &mut Client, schema: &str) -> Vec<String> {
+    c.query(
+        "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY 1",
+        &[&schema],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+/// One checksum per table of `schema`, every column included: `md5` of the
+/// rows' text in text order (a set of rows; tables have primary keys).
+pub fn schema_checksums(c: &mut Client, schema: &str) -> std::collections::BTreeMap<String, String> {
+    user_tables(c, schema)
+        .into_iter()
+        .map(|t| {
+            let sum: String = c
+                .query_one(
+                    &format!(
+                        "SELECT count(*) || ':' || md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), ''))
+                         FROM \"{schema}\".\"{t}\" t"
+                    ),
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            (format!("{schema}.{t}"), sum)
+        })
+        .collect()
+}
+
+/// `schema_checksums` of every schema of the database that is not PostgreSQL's own.
+pub fn database_checksums(c: &mut Client) -> std::collections::BTreeMap<String, String> {
+    let schemas: Vec<String> = c
+        .query(
+            "SELECT nspname::text FROM pg_namespace
+             WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname NOT LIKE 'pg\\_%' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    schemas.iter().flat_map(|s| schema_checksums(c, s)).collect()
+}
