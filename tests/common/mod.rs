@@ -142,3 +142,57 @@ pub fn database_checksums(c: &mut Client) -> std::collections::BTreeMap<String, 
         .collect();
     schemas.iter().flat_map(|s| schema_checksums(c, s)).collect()
 }
+
+/// `CREATE DATABASE name TEMPLATE template` (no session may be connected to
+/// `template`): a twin with the same rows, down to their timestamps.
+pub fn copy_database(template: &str, name: &str) -> String {
+    let mut admin = connect("postgres");
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\"")).unwrap();
+    name.to_string()
+}
+
+/// A Daytona ledger of `n` sandboxes in `runtime_scheduler`, as a deployment
+/// has it after the backfill (one run and attempt per sandbox, its resource
+/// in resource_json): operation `op-<i>` is sandbox `sb-<i>` with label
+/// `label-<i>`, a third have routing domain `eu`, created a day ago or more.
+/// - i % 20 = 7: a reserved create whose response was lost (no sandbox yet,
+///   an open unbound lease);
+/// - i % 50 = 11: deleting, its cleanup durably deleted but its lease still open;
+/// - i % 25 = 4 (live): a pending cleanup the application asked for;
+/// - live ones ending in 3 have no lease yet; every other operation has one.
+/// Every 10th attempt also lists a Modal sandbox `m-<i>`, every 50th a Daytona
+/// sandbox `bf-<i>` the ledger does not have (the backfill inserts both).
+pub fn sandbox_ledger_sql(n: u64) -> String {
+    format!(
+        "SELECT runtime_sandbox.install_ledger();
+         INSERT INTO runtime_scheduler.runs (run_id, org_id)
+         SELECT 'run-' || i, 'org-' || (i % 7) FROM generate_series(1, {n}) i;
+         INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'run-' || i, 1, now() - interval '2 days' + i * interval '1 ms',
+                jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 'sb-' || i,
+                                                     'daytonaOrganizationId', CASE WHEN i % 3 = 0 THEN 'eu' END))
+                || CASE WHEN i % 10 = 0 THEN jsonb_build_array(jsonb_build_object('kind', 'modal_sandbox', 'sandboxId', 'm-' || i)) ELSE '[]' END
+                || CASE WHEN i % 50 = 0 THEN jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 'bf-' || i)) ELSE '[]' END
+         FROM generate_series(1, {n}) i;
+         INSERT INTO runtime_scheduler.runtime_sandbox_operations
+             (operation_key, provider, run_id, attempt, org_id, sandbox_id, routing_domain, state, provider_operation_token, provider_created_at)
+         SELECT 'op-' || i, 'daytona', 'run-' || i, 1, 'org-' || (i % 7),
+                CASE WHEN i % 20 = 7 THEN NULL ELSE 'sb-' || i END,
+                CASE WHEN i % 3 = 0 THEN 'eu' END,
+                (CASE WHEN i % 20 = 7 THEN 'reserved' WHEN i % 50 = 11 THEN 'deleting' ELSE 'live' END)::runtime_scheduler.runtime_sandbox_operation_state,
+                'label-' || i,
+                CASE WHEN i % 20 = 7 THEN NULL ELSE now() - interval '1 day' - i * interval '1 second' END
+         FROM generate_series(1, {n}) i;
+         INSERT INTO runtime_scheduler.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, routing_domain, expires_at)
+         SELECT operation_key, org_id, run_id, CASE WHEN state = 'reserved' THEN NULL ELSE 'daytona' END, sandbox_id, routing_domain, now()
+         FROM runtime_scheduler.runtime_sandbox_operations WHERE NOT (state = 'live' AND right(operation_key, 1) = '3');
+         INSERT INTO runtime_scheduler.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, routing_domain, status)
+         SELECT 'daytona', sandbox_id, run_id, attempt, routing_domain, 'pending'
+         FROM runtime_scheduler.runtime_sandbox_operations WHERE state = 'live' AND substr(operation_key, 4)::int % 25 = 4;
+         INSERT INTO runtime_scheduler.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, routing_domain, status, deleted_at)
+         SELECT 'daytona', sandbox_id, run_id, attempt, routing_domain, 'deleted', now() - interval '1 hour'
+         FROM runtime_scheduler.runtime_sandbox_operations WHERE state = 'deleting';
+         ANALYZE;"
+    )
+}
