@@ -157,7 +157,7 @@ pub fn copy_database(template: &str, name: &str) -> String {
 /// in resource_json): operation `op-<i>` is sandbox `sb-<i>` with label
 /// `label-<i>`, a third have routing domain `eu`, created a day ago or more.
 /// - i % 20 = 7: a reserved create whose response was lost (no sandbox yet,
-///   an open unbound lease);
+///   an open unbound lease, none in the attempt);
 /// - i % 50 = 11: deleting, its cleanup durably deleted but its lease still open;
 /// - i % 25 = 4 (live): a pending cleanup the application asked for;
 /// - live ones ending in 3 have no lease yet; every other operation has one.
@@ -170,8 +170,9 @@ pub fn sandbox_ledger_sql(n: u64) -> String {
          SELECT 'run-' || i, 'org-' || (i % 7) FROM generate_series(1, {n}) i;
          INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
          SELECT 'run-' || i, 1, now() - interval '2 days' + i * interval '1 ms',
-                jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 'sb-' || i,
-                                                     'daytonaOrganizationId', CASE WHEN i % 3 = 0 THEN 'eu' END))
+                CASE WHEN i % 20 = 7 THEN '[]'::jsonb
+                     ELSE jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 'sb-' || i,
+                                                               'daytonaOrganizationId', CASE WHEN i % 3 = 0 THEN 'eu' END)) END
                 || CASE WHEN i % 10 = 0 THEN jsonb_build_array(jsonb_build_object('kind', 'modal_sandbox', 'sandboxId', 'm-' || i)) ELSE '[]' END
                 || CASE WHEN i % 50 = 0 THEN jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 'bf-' || i)) ELSE '[]' END
          FROM generate_series(1, {n}) i;
