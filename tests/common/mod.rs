@@ -161,6 +161,7 @@ pub fn copy_database(template: &str, name: &str) -> String {
 /// - i % 50 = 11: deleting, its cleanup durably deleted but its lease still open;
 /// - i % 25 = 4 (live): a pending cleanup the application asked for;
 /// - live ones ending in 3 have no lease yet; every other operation has one.
+///
 /// Every 10th attempt also lists a Modal sandbox `m-<i>`, every 50th a Daytona
 /// sandbox `bf-<i>` the ledger does not have (the backfill inserts both).
 pub fn sandbox_ledger_sql(n: u64) -> String {
