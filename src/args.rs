@@ -45,6 +45,11 @@ pub fn schema_name(argument: &'static str, value: &str) -> Result<SchemaName, Ar
             format!("{value:?} is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
         ));
     }
+    // PostgreSQL reserves these for itself (CREATE SCHEMA refuses them with a
+    // message that does not name the argument).
+    if value.starts_with("pg_") || value == "information_schema" {
+        return Err(ArgError::new(argument, format!("{value:?} is a system schema")));
+    }
     if value.len() > MAX_IDENTIFIER_BYTES {
         return Err(ArgError::new(argument, format!("{value:?} is longer than {MAX_IDENTIFIER_BYTES} bytes")));
     }
@@ -88,7 +93,7 @@ mod tests {
 
     #[test]
     fn anything_else_is_refused_with_the_argument_name() {
-        for bad in ["", "1abc", "a-b", "a b", "x\"; DROP TABLE t; --", "é", "a.b", &"a".repeat(64)] {
+        for bad in ["", "1abc", "a-b", "a b", "x\"; DROP TABLE t; --", "é", "a.b", &"a".repeat(64), "pg_catalog", "pg_toast", "information_schema"] {
             let err = schema_name("ledger_schema", bad).unwrap_err();
             assert_eq!(err.argument, "ledger_schema");
             assert!(err.to_string().starts_with("invalid argument ledger_schema:"), "{err}");

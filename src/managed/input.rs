@@ -33,10 +33,18 @@ pub struct Desired {
     pub platform_fully_managed: bool,
 }
 
+/// The name and provider are btree index keys (environments' name index, the
+/// bindings' resource key), which hold at most about 2,700 bytes: a longer
+/// value would fail inside PostgreSQL with a message that names no argument.
+pub const MAX_KEY_BYTES: usize = 1000;
+
 fn required_text(argument: &'static str, value: Option<String>) -> Result<String, ArgError> {
     match value {
         None => Err(ArgError::new(argument, "must not be null")),
         Some(v) if v.is_empty() => Err(ArgError::new(argument, "must not be empty")),
+        Some(v) if v.len() > MAX_KEY_BYTES => {
+            Err(ArgError::new(argument, format!("is {} bytes long, more than the {MAX_KEY_BYTES} allowed", v.len())))
+        }
         Some(v) => Ok(v),
     }
 }
@@ -123,6 +131,8 @@ mod tests {
         let cases = [
             (ReconcileArgs { name: None, ..args("", "p") }, "name"),
             (args("", "p"), "name"),
+            (args(&"n".repeat(MAX_KEY_BYTES + 1), "p"), "name"),
+            (args("n", &"p".repeat(MAX_KEY_BYTES + 1)), "provider"),
             (args("n", ""), "provider"),
             (ReconcileArgs { provider: None, ..args("n", "p") }, "provider"),
             (ReconcileArgs { config: Some("[1]".into()), ..args("n", "p") }, "config"),

@@ -45,8 +45,12 @@ pub fn parse(text: &str) -> Result<Value<'_>, ParseError> {
     Ok(value)
 }
 
-/// Deep enough for any document PostgreSQL accepts, shallow enough not to overflow a backend stack.
-const MAX_DEPTH: usize = 4096;
+/// How deep a document may nest. Reading, writing and dropping a value recurse
+/// once per level, so this bounds the stack a stock hash uses: a debug build
+/// overflowed a backend's stack between 3,000 and 3,500 levels (the backend
+/// died and the postmaster restarted every session), while PostgreSQL's jsonb
+/// accepts far deeper documents. Stock defaults are a few levels deep.
+pub const MAX_DEPTH: usize = 1000;
 
 struct Reader<'a> {
     text: &'a str,

@@ -36,8 +36,8 @@ const JENTRY_ISBOOL_TRUE: u32 = 0x3000_0000;
 const JENTRY_ISNULL: u32 = 0x4000_0000;
 const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
 
-/// Deep enough for anything jsonb accepts in practice, bounded for the stack.
-const MAX_DEPTH: usize = 4096;
+/// The same bound on nesting as the text reader's (`json::MAX_DEPTH`).
+use super::json::MAX_DEPTH;
 
 /// Decode a jsonb value from its varlena payload (the bytes after the varlena header).
 pub fn decode(payload: &[u8]) -> Result<Value<'_>, DecodeError> {
@@ -66,7 +66,7 @@ const fn int_align(offset: usize) -> usize {
 }
 
 fn container(bytes: &[u8], depth: usize) -> Result<Decoded<'_>, DecodeError> {
-    if depth > MAX_DEPTH {
+    if depth >= MAX_DEPTH {
         return Err(DecodeError("nesting too deep"));
     }
     let header = u32_at(bytes, 0)?;

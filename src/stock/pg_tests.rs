@@ -36,6 +36,24 @@ fn stock_stable_json_sorts_keys_by_icu_and_prints_js_numbers() {
 }
 
 #[pg_test]
+fn stock_depth_limit_is_an_argument_error_not_a_crash() {
+    // 1,000 levels hash; deeper is 54000 naming the argument (10,000 levels
+    // overflowed the backend's stack before the bound).
+    let at_limit = "SELECT runtime_sandbox.stable_json((repeat('[', 1000) || '1' || repeat(']', 1000))::jsonb)";
+    assert_eq!(text(at_limit).map(|t| t.len()), Some(1000 * 2 + 1));
+    for (open, close) in [("[", "]"), ("{\"a\": ", "}")] {
+        for depth in [1001, 10_000] {
+            let sql = format!(
+                "DO $$ BEGIN PERFORM runtime_sandbox.stock_hash((repeat('{open}', {depth}) || '1' || repeat('{close}', {depth}))::jsonb); \
+                 RAISE EXCEPTION 'no error'; EXCEPTION WHEN program_limit_exceeded THEN \
+                 IF SQLERRM NOT LIKE 'runtime_sandbox: invalid argument value: nested more than 1000 levels deep' THEN RAISE; END IF; END $$"
+            );
+            Spi::run(&sql).unwrap_or_else(|e| panic!("depth {depth}: {e}"));
+        }
+    }
+}
+
+#[pg_test]
 fn stock_functions_are_strict_on_null() {
     assert_eq!(text("SELECT runtime_sandbox.stable_json(NULL)"), None);
     assert_eq!(text("SELECT runtime_sandbox.stock_hash(NULL)"), None);

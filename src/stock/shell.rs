@@ -1,6 +1,7 @@
 //! The pgrx shell of the stock hashes: thin SQL wrappers over the pure core.
 
 use super::status::{self, StockStatus};
+use super::json::MAX_DEPTH;
 use super::{canonical, jsonb_binary};
 use crate::error::{Error, Kind};
 use crate::pg_types::JsonbBytes;
@@ -18,6 +19,11 @@ fn canonical_text(doc: &JsonbBytes) -> String {
             .detail(e.to_string())
             .hint("Stock hashes are the application's, over UTF-8 JSON: use a database with encoding UTF8.")
             .raise(),
+        Err(e) if e.0 == "nesting too deep" => {
+            Error::new(Kind::LimitExceeded, format!("invalid argument value: nested more than {MAX_DEPTH} levels deep"))
+                .hint("Stock documents are hashed by a recursive reader with a bounded stack.")
+                .raise()
+        }
         Err(e) => Error::new(Kind::DataCorrupted, "cannot read a jsonb value").detail(e.to_string()).raise(),
     }
 }
