@@ -1,78 +1,84 @@
 #!/usr/bin/env bash
-# Backfill benchmark: resources/s of the migration procedure for batch sizes
-# 100, 500 and 1000 over a ledger of ATTEMPTS attempts (default 1M, two per
-# run, 1–3 sandbox resources each), with the first vs the last page time.
+# Backfill benchmark: resources/s of the migration procedure over a ledger of ATTEMPTS attempts (default 1M, two
+# per run), with the first vs the last pages' times, on two data shapes:
+#   clean  1-3 sandbox resources per attempt, the last 10 % repeating earlier sandboxes (bench/backfill/clean_shape.sql)
+#   messy  the shape issue 11 was measured on: a fifth of the resources repeat an earlier identity, 3 % of the
+#          identities exist already, malformed JSON of every kind the page skips (bench/backfill/messy_shape.sql)
 #   bench/backfill.sh "<psql command>"      e.g. "psql -X -h /tmp/dir -p 28815 -U postgres"
-# Env: ATTEMPTS (default 1000000), SIZES (default "1000 500 100"),
+# Env: ATTEMPTS (default 1000000), SHAPES (default "clean messy"), REUSE (set: reuse the databases of an earlier run),
+#      SIZES (batch sizes on the clean shape, default "1000 500 100"), MESSY_SIZES (default "1000"),
 #      FULL_SIZES: sizes that run the whole backfill (default: all); the
 #      others run PAGES pages from the start and PAGES pages from 95 % in
 #      (the checkpoint is set there, as a hand-over would), for a quicker run.
-# About 3 minutes on the 2-core machine with the defaults.
+# About 6 minutes on the 2-core machine with the defaults.
 set -euo pipefail
 PSQL=${1:?usage: bench/backfill.sh "<psql command>"}
 ATTEMPTS=${ATTEMPTS:-1000000}
+SHAPES=${SHAPES:-"clean messy"}
 SIZES=${SIZES:-"1000 500 100"}
-FULL_SIZES=${FULL_SIZES:-$SIZES}
+MESSY_SIZES=${MESSY_SIZES:-"1000"}
 PAGES=${PAGES:-400}
-DB=backfill_bench
+here=$(dirname "$0")
+echo "== load before: $(uptime | sed 's/.*load/load/')"
+for shape in $SHAPES; do
+DB=backfill_bench_$shape
 q() { $PSQL -v ON_ERROR_STOP=1 -qAt -d $DB "$@"; }
+sizes=$SIZES; [ "$shape" = messy ] && sizes=$MESSY_SIZES
+FULL=${FULL_SIZES:-$sizes}
 
-$PSQL -v ON_ERROR_STOP=1 -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
-echo "== generating $ATTEMPTS attempts ($((ATTEMPTS / 2)) runs, 1-3 sandbox resources each)"
-start=$(date +%s.%N)
-q <<SQL
-CREATE EXTENSION runtime_sandbox;
-SELECT runtime_sandbox.install_ledger();
-INSERT INTO runtime_scheduler.runs (run_id, org_id)
-SELECT 'run-' || lpad(g::text, 7, '0'), 'org-' || (g % 97) FROM generate_series(1, $ATTEMPTS / 2) AS g;
-INSERT INTO runtime_scheduler.attempts (run_id, attempt, resource_json, updated_at)
-SELECT 'run-' || lpad(((g + 1) / 2)::text, 7, '0'), 1 + g % 2,
-       (SELECT jsonb_agg(jsonb_build_object(
-            'kind', CASE WHEN (g + i) % 2 = 0 THEN 'daytona_sandbox' ELSE 'modal_sandbox' END,
-            -- the last 10 % of attempts repeat earlier sandboxes (conflicts)
-            'sandboxId', 'sb-' || (g % ($ATTEMPTS * 9 / 10)) || '-' || i,
-            'daytonaOrganizationId', 'dorg-' || (g % ($ATTEMPTS * 9 / 10) % 13),
-            'modalAppId', 'app-' || (g % ($ATTEMPTS * 9 / 10) % 7),
-            'runtimeEnvironment', CASE WHEN g % 5 = 0 THEN 'staging' ELSE '' END))
-        FROM generate_series(1, 1 + g % 3) AS i),
-       -- every 3 attempts share an updated_at (ties)
-       timestamptz '2026-01-01 00:00:00+00' + (g / 3) * interval '1.5 milliseconds'
-FROM generate_series(1, $ATTEMPTS) AS g;
+if [ -n "${REUSE:-}" ] && [ "$($PSQL -qAt -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = '$DB'")" = 1 ]; then
+  echo "== $shape shape: reusing database $DB (REUSE set)"
+else
+  $PSQL -v ON_ERROR_STOP=1 -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
+  echo "== $shape shape: generating $ATTEMPTS attempts ($((ATTEMPTS / 2)) runs)"
+  start=$(date +%s.%N)
+  q -v attempts="$ATTEMPTS" -f "$here/backfill/${shape}_shape.sql" | grep -v '^$' || true
+  q <<SQL
 VACUUM ANALYZE runtime_scheduler.attempts;
 VACUUM ANALYZE runtime_scheduler.runs;
+VACUUM ANALYZE runtime_scheduler.runtime_sandbox_operations;
+-- The operations that exist before the backfill (messy shape), restored before every run.
+CREATE TABLE existing_operations AS TABLE runtime_scheduler.runtime_sandbox_operations;
 SQL
-resources=$(q -c "SELECT count(*) FROM runtime_scheduler.attempts a JOIN runtime_scheduler.runs USING (run_id), jsonb_array_elements(a.resource_json)")
-printf "   %d attempts, %d resources, %.1f s\n" "$ATTEMPTS" "$resources" "$(echo "$(date +%s.%N) - $start" | bc)"
+  printf "   generated in %.1f s\n" "$(echo "$(date +%s.%N) - $start" | bc)"
+fi
+resources=$(q -c "SELECT count(*) FROM runtime_scheduler.attempts a JOIN runtime_scheduler.runs USING (run_id),
+  jsonb_array_elements(CASE WHEN jsonb_typeof(a.resource_json) = 'array' THEN a.resource_json ELSE jsonb_build_array(a.resource_json) END) r
+  WHERE r ->> 'kind' IN ('daytona_sandbox', 'modal_sandbox') AND NULLIF(r ->> 'sandboxId', '') IS NOT NULL")
+printf "   %d attempts, %d resources\n" "$(q -c 'SELECT count(*) FROM runtime_scheduler.attempts')" "$resources"
 
 echo "== the applied page's attempts fetch half-way in (sql/backfill/page_attempts.sql; 576 attempts: about 1000 resources):"
+fetch=$(sed -e '/^--/d' -e 's/@ledger@/runtime_scheduler/g' -e 's/@fetch@/576/' \
+            -e "s/@after@/AND (attempt.updated_at, attempt.run_id, attempt.attempt) >= (:'u', :'r', :a)/" \
+            "$here/../sql/backfill/page_attempts.sql")
 q <<SQL | sed 's/^/   /'
 SELECT updated_at AS u, run_id AS r, attempt AS a FROM runtime_scheduler.attempts
 ORDER BY updated_at, run_id, attempt OFFSET $ATTEMPTS / 2 LIMIT 1 \gset
 SET search_path = pg_catalog, pg_temp;
-EXPLAIN (COSTS OFF)
-SELECT attempt.updated_at, attempt.run_id, attempt.attempt, run.org_id, attempt.resource_json,
-       run.run_id IS NOT NULL AS has_run
-FROM (
-    SELECT attempt.updated_at, attempt.run_id, attempt.attempt, attempt.resource_json
-    FROM runtime_scheduler.attempts AS attempt
-    WHERE attempt.resource_json IS NOT NULL
-      AND (attempt.updated_at, attempt.run_id, attempt.attempt) >= (:'u', :'r', :a)
-    ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt
-    LIMIT 576
-) AS attempt
-LEFT JOIN runtime_scheduler.runs AS run ON run.run_id = attempt.run_id
-ORDER BY attempt.updated_at, attempt.run_id, attempt.attempt;
+EXPLAIN (COSTS OFF) $fetch;
 SQL
 
 reset() {
   q -c "TRUNCATE runtime_scheduler.runtime_sandbox_operations" \
-    -c "DELETE FROM runtime_scheduler.control" -c "CHECKPOINT"
+    -c "INSERT INTO runtime_scheduler.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id,
+          environment, sandbox_id, routing_domain, state, provider_created_at)
+        SELECT operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, state,
+               provider_created_at FROM existing_operations" \
+    -c "DELETE FROM runtime_scheduler.control" -c "VACUUM ANALYZE runtime_scheduler.runtime_sandbox_operations" -c "CHECKPOINT"
 }
 
-# Runs the procedure; prints per-batch elapsed ms (from its NOTICEs) to $1.
+# Runs the procedure; prints per-batch elapsed ms (from its NOTICEs) to $1, and the CPU seconds its backend
+# used (utime + stime from /proc: unlike the wall clock, hardly moved by other work on the machine) to $1.cpu.
 call() {
   local out=$1; shift
-  q -c "CALL runtime_sandbox.run_sandbox_operation_backfill($*)" 2>&1 \
+  cat > "$out.sql" <<SQL
+SELECT pg_backend_pid() AS pid \\gset
+\\setenv BENCH_PID :pid
+\\! awk '{ print \$14 + \$15 }' /proc/\$BENCH_PID/stat > $out.cpu0
+CALL runtime_sandbox.run_sandbox_operation_backfill($*);
+\\! awk '{ print \$14 + \$15 }' /proc/\$BENCH_PID/stat > $out.cpu1
+SQL
+  q -f "$out.sql" 2>&1 \
     | sed -n 's/.*batch \([0-9]*\): scanned \([0-9]*\), inserted \([0-9]*\).*elapsed \([0-9:.]*\) (total.*/\1 \2 \3 \4/p' \
     | awk '{ split($4, t, ":"); printf "%s %s %s %.3f\n", $1, $2, $3, (t[1] * 3600 + t[2] * 60 + t[3]) * 1000 }' > "$out"
 }
@@ -91,18 +97,20 @@ report() {  # file label
 }
 
 tmp=$(mktemp -d)
-for size in $SIZES; do
+for size in $sizes; do
   reset
-  if [[ " $FULL_SIZES " == *" $size "* ]]; then
-    echo "== batch_size $size: full backfill (CALL run_sandbox_operation_backfill($size))"
+  if [[ " $FULL " == *" $size "* ]]; then
+    echo "== $shape shape, batch_size $size: full backfill (CALL run_sandbox_operation_backfill($size))"
     start=$(date +%s.%N)
     call "$tmp/$size" "$size"
     wall=$(echo "$(date +%s.%N) - $start" | bc)
     report "$tmp/$size" "full run"
-    printf "   wall clock %.1f s (commit per page included): %.0f resources/s; operations inserted: %s\n" \
-      "$wall" "$(echo "$resources / $wall" | bc)" "$(q -c 'SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations')"
+    cpu=$(echo "($(cat "$tmp/$size.cpu1") - $(cat "$tmp/$size.cpu0")) / $(getconf CLK_TCK)" | bc -l)
+    printf "   wall clock %.1f s (commit per page included): %.0f resources/s; backend CPU %.1f s: %.0f resources per CPU second; operations inserted: %s\n" \
+      "$wall" "$(echo "$resources / $wall" | bc)" "$cpu" "$(echo "$resources / $cpu" | bc)" \
+      "$(q -c 'SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations' -c 'SELECT count(*) FROM existing_operations' | paste -sd- | bc)"
   else
-    echo "== batch_size $size: $PAGES pages from the start, then $PAGES pages from 95 % in"
+    echo "== $shape shape, batch_size $size: $PAGES pages from the start, then $PAGES pages from 95 % in"
     call "$tmp/$size-start" "$size, $PAGES"
     report "$tmp/$size-start" "from the start"
     # Hand the run over at the attempt 95 % in, in the application's checkpoint shape.
@@ -117,26 +125,30 @@ for size in $SIZES; do
   fi
 done
 rm -rf "$tmp"
+done
 
-echo "== the floor: the same operation rows inserted by a bare INSERT (200k rows, into an empty table), with ON CONFLICT DO NOTHING and plain"
+DB=backfill_bench_${SHAPES%% *}
+echo "== the floor: the same operation rows inserted by a bare INSERT (up to 200k rows, into an empty table), with ON CONFLICT DO NOTHING and plain"
 q <<'SQL'
 CREATE TEMP TABLE sample AS
 SELECT operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, state, provider_created_at
-FROM runtime_scheduler.runtime_sandbox_operations LIMIT 200000;
+FROM runtime_scheduler.runtime_sandbox_operations WHERE operation_key LIKE 'backfill:%' LIMIT 200000;
+SELECT count(*) AS n FROM sample \gset
 TRUNCATE runtime_scheduler.runtime_sandbox_operations;
 CHECKPOINT;
 SELECT clock_timestamp() AS t0 \gset
 INSERT INTO runtime_scheduler.runtime_sandbox_operations
     (operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, state, provider_created_at)
 SELECT * FROM sample ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING;
-SELECT format('   ON CONFLICT DO NOTHING: %s rows/s (%s us per row)', round(200000 / extract(epoch FROM clock_timestamp() - :'t0')),
-              round(extract(epoch FROM clock_timestamp() - :'t0') * 1e6 / 200000, 1));
+SELECT format('   ON CONFLICT DO NOTHING: %s rows/s (%s us per row)', round(:n / extract(epoch FROM clock_timestamp() - :'t0')),
+              round(extract(epoch FROM clock_timestamp() - :'t0') * 1e6 / :n, 1));
 TRUNCATE runtime_scheduler.runtime_sandbox_operations;
 CHECKPOINT;
 SELECT clock_timestamp() AS t0 \gset
 INSERT INTO runtime_scheduler.runtime_sandbox_operations
     (operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, state, provider_created_at)
 SELECT * FROM sample;
-SELECT format('   plain INSERT:           %s rows/s (%s us per row)', round(200000 / extract(epoch FROM clock_timestamp() - :'t0')),
-              round(extract(epoch FROM clock_timestamp() - :'t0') * 1e6 / 200000, 1));
+SELECT format('   plain INSERT:           %s rows/s (%s us per row)', round(:n / extract(epoch FROM clock_timestamp() - :'t0')),
+              round(extract(epoch FROM clock_timestamp() - :'t0') * 1e6 / :n, 1));
 SQL
+echo "== load after: $(uptime | sed 's/.*load/load/')"

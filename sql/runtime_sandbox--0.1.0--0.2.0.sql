@@ -65,3 +65,110 @@ COMMENT ON FUNCTION @extschema@.managed_resource_status(text, text, text, text) 
 -- (22023 arguments, 42P01 missing tables, 40001 a concurrent change: retry).
 COMMENT ON FUNCTION @extschema@.reconcile_managed_environment(text, text, jsonb, text, jsonb, uuid, text, boolean, name) IS
 'The application''s ensureManagedSandboxEnvironment in one transaction step: keeps the single Paperclip-managed sandbox environment in app_schema at stock for provider while never overwriting operator edits. Locks the sandbox rows before reading the bindings of company_id (NULL: every company); inserts, updates, leaves unchanged or skips; rewrites bindings exactly where the application does. Errors: SQLSTATE 22023 on an empty name or provider, a config or extra_metadata that is not a JSON object, or an app_schema that is not a plain identifier or does not exist; 42P01 when app_schema lacks the tables; 40001 when a concurrent change makes it stop (at REPEATABLE READ or SERIALIZABLE, a change committed after the transaction''s snapshot): retry. Nothing is written then.';
+
+-- Section: backfill — the migration procedure's run lock. The procedure held a session advisory lock that
+-- leaked when its COMMIT failed (a deferred trigger, a serialization failure) or a cancel landed outside the
+-- exception block around each page; now the extension takes it (_backfill_run_lock) and releases it itself when
+-- any transaction of the run aborts, and the per-page exception block (a subtransaction per page) is gone.
+-- Internal helpers carry a leading underscore: backfill_run_lock_key becomes _backfill_run_lock_key (same C
+-- symbol; its argument types stay, but a new name needs DROP and CREATE; it was never granted to PUBLIC, and an
+-- operator's grant on it is carried over to the new name and given on the two new helpers, which the procedure
+-- calls with the caller's rights). The procedure keeps its signature: CREATE OR REPLACE keeps its OID and ACL.
+SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
+  FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.backfill_run_lock_key(integer, integer, interval, name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.backfill_run_lock_key(integer, integer, interval, name);
+CREATE FUNCTION @extschema@."_backfill_run_lock_key"(
+	"batch_size" INT,
+	"max_batches" INT,
+	"pause" interval,
+	"ledger_schema" name
+) RETURNS bigint
+STABLE PARALLEL RESTRICTED
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'backfill_run_lock_key_wrapper';
+CREATE FUNCTION @extschema@."_backfill_run_lock"(
+	"lock_key" bigint
+) RETURNS bool
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'backfill_run_lock_wrapper';
+CREATE FUNCTION @extschema@."_backfill_run_unlock"(
+	"lock_key" bigint
+) RETURNS bool
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'backfill_run_unlock_wrapper';
+COMMENT ON FUNCTION @extschema@._backfill_run_lock_key(integer, integer, interval, name) IS
+'Internal to run_sandbox_operation_backfill: checks its arguments and returns the session advisory-lock key of the ledger''s backfill run.';
+REVOKE EXECUTE ON FUNCTION @extschema@._backfill_run_lock_key(integer, integer, interval, name) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._backfill_run_lock(bigint) IS
+'Internal to run_sandbox_operation_backfill: takes the ledger''s run lock (a session advisory lock; false when another session holds it) and releases it if a transaction of the run aborts.';
+REVOKE EXECUTE ON FUNCTION @extschema@._backfill_run_lock(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._backfill_run_unlock(bigint) IS
+'Internal to run_sandbox_operation_backfill: releases the run lock _backfill_run_lock took (false when it was not held).';
+REVOKE EXECUTE ON FUNCTION @extschema@._backfill_run_unlock(bigint) FROM PUBLIC;
+DO $$ BEGIN
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@._backfill_run_lock_key(integer, integer, ',
+            'interval, name), @extschema@._backfill_run_lock(bigint), @extschema@._backfill_run_unlock(bigint) TO ',
+            pg_catalog.current_setting('runtime_sandbox.grantees'));
+  END IF;
+END $$;
+CREATE OR REPLACE PROCEDURE @extschema@.run_sandbox_operation_backfill(
+    batch_size    integer  DEFAULT 500,
+    max_batches   integer  DEFAULT NULL,
+    pause         interval DEFAULT '0',
+    ledger_schema name     DEFAULT 'runtime_scheduler'
+)
+LANGUAGE plpgsql
+AS $procedure$
+DECLARE
+    lock_key      bigint;
+    progress      @extschema@.backfill_progress;
+    batch         integer := 0;
+    started       pg_catalog.timestamptz;
+    batch_started pg_catalog.timestamptz;
+BEGIN
+    -- Bad arguments fail here, before the lock is taken or anything is written.
+    lock_key := @extschema@._backfill_run_lock_key(batch_size, max_batches, pause, ledger_schema);
+    -- Inside a transaction block COMMIT is impossible: fail now, not after the
+    -- first page, and not while holding the lock.
+    COMMIT;
+    -- A session lock, so it spans the COMMITs; released at the end, and by the
+    -- extension whenever a transaction of this run aborts (an error or cancel
+    -- in a page or the pause, a COMMIT that fails).
+    IF NOT @extschema@._backfill_run_lock(lock_key) THEN
+        RAISE NOTICE 'runtime_sandbox: a sandbox operation backfill is already running on ledger %; not starting another', ledger_schema;
+        RETURN;
+    END IF;
+    started := pg_catalog.clock_timestamp();
+    LOOP
+        IF batch OPERATOR(pg_catalog.>) 0 AND pause OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
+            PERFORM pg_catalog.pg_sleep_for(pause);
+        END IF;
+        batch_started := pg_catalog.clock_timestamp();
+        progress := @extschema@.advance_sandbox_operation_backfill(false, batch_size, 1, ledger_schema);
+        IF progress.batches OPERATOR(pg_catalog.>) 0 THEN
+            batch := batch OPERATOR(pg_catalog.+) 1;
+            RAISE NOTICE 'runtime_sandbox backfill batch %: scanned %, inserted %, phase %, cursor %, elapsed % (total %)',
+                batch, progress.scanned_attempts, progress.inserted_operations, progress.phase,
+                progress.next_cursor,
+                pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) batch_started,
+                pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started;
+        ELSE
+            RAISE NOTICE 'runtime_sandbox backfill on ledger % is already complete', ledger_schema;
+        END IF;
+        COMMIT;
+        EXIT WHEN progress.phase OPERATOR(pg_catalog.=) 'complete'
+            OR batch OPERATOR(pg_catalog.>=) max_batches;
+    END LOOP;
+    PERFORM @extschema@._backfill_run_unlock(lock_key);
+END
+$procedure$;

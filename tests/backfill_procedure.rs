@@ -238,3 +238,75 @@ fn backfill_procedure_releases_its_lock_on_errors_and_cancels() {
     runner.batch_execute(&format!("{CALL}(1000)")).unwrap();
     assert_eq!(phase(&mut runner).as_deref(), Some("complete"));
 }
+
+/// Two attempts, one sandbox each (`first`, then `second` a day later), and a
+/// deferred constraint trigger that runs `at_commit` when the operation of
+/// `second` is inserted: it runs inside the procedure's COMMIT of page 2.
+fn failing_at_commit(name: &str, at_commit: &str) -> String {
+    let db = seeded(name, 2);
+    let mut c = common::connect(&db);
+    c.batch_execute(&format!(
+        r#"TRUNCATE runtime_scheduler.attempts;
+           INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json) VALUES
+             ('run-1', 1, '2026-01-01', '{{"kind":"daytona_sandbox","sandboxId":"first"}}'),
+             ('run-2', 1, '2026-01-02', '{{"kind":"daytona_sandbox","sandboxId":"second"}}');
+           CREATE FUNCTION public.at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+               IF NEW.sandbox_id = 'second' THEN {at_commit}; END IF;
+               RETURN NULL;
+           END $$;
+           CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON runtime_scheduler.runtime_sandbox_operations
+           DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.at_commit();"#
+    ))
+    .unwrap();
+    db
+}
+
+const HELD: &str = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
+
+#[test]
+fn backfill_procedure_releases_its_lock_when_commit_fails() {
+    let db = failing_at_commit("backfill_procedure_commit_fails", "RAISE EXCEPTION 'refused at commit'");
+    let mut c = common::connect(&db);
+    let err = c.batch_execute(&format!("{CALL}(1)")).unwrap_err();
+    assert!(common::db_message(&err).contains("refused at commit"), "{err:?}");
+    assert_eq!(count(&mut c, HELD), 0, "the lock outlived the failed COMMIT");
+    // Page 1 committed; page 2 rolled back with its COMMIT; the checkpoint is after page 1.
+    assert_eq!(operations(&mut c).lines().count(), 1);
+    assert_eq!(phase(&mut c).as_deref(), Some("pending"));
+    // Another session can take the run over at once.
+    let (mut other, notices) = connect_with_notices(&db);
+    other.batch_execute("DROP TRIGGER at_commit ON runtime_scheduler.runtime_sandbox_operations").unwrap();
+    other.batch_execute(&format!("{CALL}(1)")).unwrap();
+    assert!(notices.lock().unwrap().iter().all(|n| !n.contains("already running")));
+    assert_eq!(phase(&mut other).as_deref(), Some("complete"));
+    assert_eq!(operations(&mut other).lines().count(), 2);
+}
+
+#[test]
+fn backfill_procedure_releases_its_lock_when_a_cancel_lands_in_its_commit() {
+    let db = failing_at_commit("backfill_procedure_cancel_in_commit", "PERFORM pg_sleep(30)");
+    let runner = Arc::new(Mutex::new(common::connect(&db)));
+    let inner = Arc::clone(&runner);
+    let call = thread::spawn(move || inner.lock().unwrap().batch_execute(&format!("{CALL}(1)")));
+    let mut watcher = common::connect(&db);
+    // Page 2's COMMIT runs the deferred trigger, which sleeps: cancel it there.
+    let mut pid = None;
+    wait_until("the COMMIT of page 2 to sleep", Duration::from_secs(30), || {
+        pid = watcher
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
+                &[],
+            )
+            .unwrap()
+            .map(|r| r.get::<_, i32>(0));
+        pid.is_some()
+    });
+    assert!(watcher.query_one("SELECT pg_cancel_backend($1)", &[&pid.unwrap()]).unwrap().get::<_, bool>(0));
+    let err = call.join().unwrap().unwrap_err();
+    assert!(common::db_message(&err).contains("canceling statement"), "{err:?}");
+    let mut runner = runner.lock().unwrap();
+    assert_eq!(count(&mut runner, HELD), 0, "the lock outlived the cancel");
+    assert_eq!(phase(&mut runner).as_deref(), Some("pending"));
+    assert_eq!(operations(&mut runner).lines().count(), 1);
+}

@@ -1,7 +1,7 @@
 // Differential check: the seed's own TypeScript (advanceRuntimeSandboxOperationBackfill) against
 // runtime_sandbox.advance_sandbox_operation_backfill on twin schemas holding identical random attempts;
 // every call's progress (cursor timestamps to the microsecond), the checkpoint JSON in control and every
-// operation row are compared. Run by bench/parity.sh backfill.
+// operation row are compared; a call that fails must fail on both sides. Run by bench/parity.sh backfill.
 import { chance, freshDatabase, pick, rand, rounds, twinLedgers } from './parity_common';
 import { advanceRuntimeSandboxOperationBackfill } from './seed';
 
@@ -45,6 +45,16 @@ function scenario() {
     else if (shape < 0.2) json = lit(pick<unknown>([null, 3, 'x', []]));
     else json = lit(Array.from({ length: Math.floor(rand() * 4) }, element));
     sql.push(`INSERT INTO @s.attempts (run_id, attempt, resource_json, updated_at) VALUES ('${run}', ${attempt}, ${json}, ${pick(times)})`);
+  }
+  // Now and then a checkpoint left behind, with odd cursors: texts PostgreSQL reads but Date.parse does not
+  // (or the other way round), blank or non-integer fields, wrong JSON types.
+  if (chance(0.2)) {
+    const updatedAt = pick<unknown>(['2026-01-01 00:00:00.000001+00', '2026-01-01 00:00:00+00', 'infinity', '-infinity', 'epoch',
+      'now', 'Jan 1 2026', '2026-01-01T00:00:00Z', '01/01/2026 00:00:00 UTC', '2026-01-01 00:00:00+00 BC', 'J2461042',
+      '2026-01-01 00:00:00+05:30:15', '275760-09-13 00:00:00.001+00', '2026-02-30 00:00:00+00', ' ', 'garbage', 7]);
+    const cursor = { updatedAt, runId: pick<unknown>(['r1', 'r2', ' ', '']), attempt: pick<unknown>([1, 2, 0, 1.5, '1']),
+      resourceOrdinal: pick<unknown>([1, 2, 0]) };
+    sql.push(`INSERT INTO @s.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1', ${lit({ phase: pick(['pending', 'pending', 'complete']), cursor })})`);
   }
   // Operations that already exist (never changed by the backfill).
   for (let i = 0; i < 2; i++) {

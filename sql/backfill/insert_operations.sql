@@ -1,10 +1,11 @@
--- The orchestrator's applied page: insert the winners (the first resource of
--- each sandbox identity in the page, in identity order) as live operations;
--- existing operations are never changed. The shell counts the rows inserted.
--- @on_conflict@ is `ON CONFLICT (provider, sandbox_id, routing_domain_key) DO
--- NOTHING`, or nothing for the shell's optimistic attempt in a subtransaction
--- (applied_page.rs: a unique violation rolls it back and the page is
--- inserted with ON CONFLICT instead).
+-- Insert a page's winners (the first resource of each sandbox identity in the
+-- page, in identity order; one array per column) as live operations; existing
+-- operations are never changed. @on_conflict@ is `ON CONFLICT (provider,
+-- sandbox_id, routing_domain_key) DO NOTHING`, the application's insert, or
+-- nothing for the shell's optimistic attempt in a subtransaction (a unique
+-- violation rolls it back and the page is inserted with ON CONFLICT instead).
+-- @returning@ is `RETURNING operation_key` when the caller reports which
+-- resources inserted, else nothing (the shell counts the rows).
 INSERT INTO @ledger@.runtime_sandbox_operations (
     operation_key, provider, run_id, attempt, org_id, environment,
     sandbox_id, routing_domain, state, provider_created_at
@@ -15,3 +16,4 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::t
             $9::timestamptz[])
      AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)
 @on_conflict@
+@returning@

@@ -14,47 +14,43 @@ DECLARE
     lock_key      bigint;
     progress      @extschema@.backfill_progress;
     batch         integer := 0;
-    started       timestamptz;
-    batch_started timestamptz;
+    started       pg_catalog.timestamptz;
+    batch_started pg_catalog.timestamptz;
 BEGIN
     -- Bad arguments fail here, before the lock is taken or anything is written.
-    lock_key := @extschema@.backfill_run_lock_key(batch_size, max_batches, pause, ledger_schema);
+    lock_key := @extschema@._backfill_run_lock_key(batch_size, max_batches, pause, ledger_schema);
     -- Inside a transaction block COMMIT is impossible: fail now, not after the
     -- first page, and not while holding the lock.
     COMMIT;
-    IF NOT pg_catalog.pg_try_advisory_lock(lock_key) THEN
+    -- A session lock, so it spans the COMMITs; released at the end, and by the
+    -- extension whenever a transaction of this run aborts (an error or cancel
+    -- in a page or the pause, a COMMIT that fails).
+    IF NOT @extschema@._backfill_run_lock(lock_key) THEN
         RAISE NOTICE 'runtime_sandbox: a sandbox operation backfill is already running on ledger %; not starting another', ledger_schema;
         RETURN;
     END IF;
     started := pg_catalog.clock_timestamp();
     LOOP
-        -- The lock is a session lock: release it on any error (cancel included)
-        -- before re-raising. COMMIT stays outside the handler's block.
-        BEGIN
-            IF batch OPERATOR(pg_catalog.>) 0 AND pause OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
-                PERFORM pg_catalog.pg_sleep_for(pause);
-            END IF;
-            batch_started := pg_catalog.clock_timestamp();
-            progress := @extschema@.advance_sandbox_operation_backfill(false, batch_size, 1, ledger_schema);
-            IF progress.batches OPERATOR(pg_catalog.>) 0 THEN
-                batch := batch OPERATOR(pg_catalog.+) 1;
-                RAISE NOTICE 'runtime_sandbox backfill batch %: scanned %, inserted %, phase %, cursor %, elapsed % (total %)',
-                    batch, progress.scanned_attempts, progress.inserted_operations, progress.phase,
-                    progress.next_cursor,
-                    pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) batch_started,
-                    pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started;
-            ELSE
-                RAISE NOTICE 'runtime_sandbox backfill on ledger % is already complete', ledger_schema;
-            END IF;
-        EXCEPTION WHEN OTHERS OR QUERY_CANCELED THEN
-            PERFORM pg_catalog.pg_advisory_unlock(lock_key);
-            RAISE;
-        END;
+        IF batch OPERATOR(pg_catalog.>) 0 AND pause OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
+            PERFORM pg_catalog.pg_sleep_for(pause);
+        END IF;
+        batch_started := pg_catalog.clock_timestamp();
+        progress := @extschema@.advance_sandbox_operation_backfill(false, batch_size, 1, ledger_schema);
+        IF progress.batches OPERATOR(pg_catalog.>) 0 THEN
+            batch := batch OPERATOR(pg_catalog.+) 1;
+            RAISE NOTICE 'runtime_sandbox backfill batch %: scanned %, inserted %, phase %, cursor %, elapsed % (total %)',
+                batch, progress.scanned_attempts, progress.inserted_operations, progress.phase,
+                progress.next_cursor,
+                pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) batch_started,
+                pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started;
+        ELSE
+            RAISE NOTICE 'runtime_sandbox backfill on ledger % is already complete', ledger_schema;
+        END IF;
         COMMIT;
         EXIT WHEN progress.phase OPERATOR(pg_catalog.=) 'complete'
             OR batch OPERATOR(pg_catalog.>=) max_batches;
     END LOOP;
-    PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+    PERFORM @extschema@._backfill_run_unlock(lock_key);
 END
 $procedure$;
 
@@ -76,6 +72,14 @@ REVOKE EXECUTE ON FUNCTION @extschema@.advance_sandbox_operation_backfill(boolea
 COMMENT ON FUNCTION @extschema@.backfill_status(name) IS
 'The backfill checkpoint at a glance: phase (pending or complete), the cursor the next page starts after, and the attempts after it (an upper bound; 0 when complete).';
 
-COMMENT ON FUNCTION @extschema@.backfill_run_lock_key(integer, integer, interval, name) IS
+COMMENT ON FUNCTION @extschema@._backfill_run_lock_key(integer, integer, interval, name) IS
 'Internal to run_sandbox_operation_backfill: checks its arguments and returns the session advisory-lock key of the ledger''s backfill run.';
-REVOKE EXECUTE ON FUNCTION @extschema@.backfill_run_lock_key(integer, integer, interval, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@._backfill_run_lock_key(integer, integer, interval, name) FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@._backfill_run_lock(bigint) IS
+'Internal to run_sandbox_operation_backfill: takes the ledger''s run lock (a session advisory lock; false when another session holds it) and releases it if a transaction of the run aborts.';
+REVOKE EXECUTE ON FUNCTION @extschema@._backfill_run_lock(bigint) FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@._backfill_run_unlock(bigint) IS
+'Internal to run_sandbox_operation_backfill: releases the run lock _backfill_run_lock took (false when it was not held).';
+REVOKE EXECUTE ON FUNCTION @extschema@._backfill_run_unlock(bigint) FROM PUBLIC;

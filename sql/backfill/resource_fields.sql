@@ -1,6 +1,6 @@
 -- The `->>` texts the page reads of each element of an attempt's
--- resource_json ($1), for the values resources.rs leaves to the server
--- (numbers and containers, printed as the server prints them).
+-- resource_json ($1), in the order of resources::Field::ALL: asked only when
+-- the in-place reader (resources.rs) finds a jsonb layout it does not expect.
 SELECT resource.ordinal::integer,
        resource.value ->> 'kind',
        resource.value ->> 'sandboxId',

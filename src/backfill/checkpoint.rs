@@ -4,6 +4,7 @@
 //! or `{"phase":"complete","cursor":null}`.
 
 use super::cursor::{check_fields, Cursor};
+use super::js_date::{date_parse_accepts, js_blank};
 use serde_json::{json, Value};
 
 /// `<ledger>.control.key` of the checkpoint (the application's constant).
@@ -86,10 +87,18 @@ pub fn write(phase: Phase, cursor: Option<&Cursor<String>>) -> String {
 
 impl StoredCursor {
     /// The cursor an applied page resumes after: the application refuses a
-    /// blank timestamp or run id and attempt/ordinal that are not integers from 1.
+    /// blank timestamp or run id, a timestamp its `Date.parse` cannot read
+    /// (PostgreSQL reads more: `infinity`, `epoch`, BC dates, ...), and
+    /// attempt/ordinal that are not integers from 1.
     pub fn to_resume(&self) -> Result<Cursor<String>, String> {
-        if self.updated_at.trim().is_empty() {
+        if js_blank(&self.updated_at) {
             return Err("cursor.updatedAt is blank".into());
+        }
+        if !date_parse_accepts(&self.updated_at) {
+            return Err(format!(
+                "cursor.updatedAt {:?} is not a timestamp the application accepts (its Date.parse gives NaN)",
+                self.updated_at
+            ));
         }
         let cursor = self.to_position()?;
         check_fields(&cursor.run_id, cursor.attempt, cursor.resource_ordinal).map_err(|e| format!("cursor.{e}"))?;
@@ -175,13 +184,19 @@ mod tests {
             attempt: a,
             resource_ordinal: o,
         };
-        assert_eq!(stored("t", "r", 2.0, 1.0).to_resume().unwrap(), cursor("t", "r", 2, 1));
-        assert!(stored(" ", "r", 1.0, 1.0).to_resume().unwrap_err().contains("updatedAt"));
-        assert!(stored("t", "", 1.0, 1.0).to_resume().unwrap_err().contains("run_id"));
-        assert!(stored("t", "r", 0.0, 1.0).to_resume().unwrap_err().contains("attempt"));
-        assert!(stored("t", "r", 1.5, 1.0).to_resume().unwrap_err().contains("attempt"));
-        assert!(stored("t", "r", 1.0, 0.0).to_resume().unwrap_err().contains("resource_ordinal"));
-        assert!(stored("t", "r", 1e12, 1.0).to_resume().is_err());
+        let t = "2026-01-01 00:00:00+00";
+        assert_eq!(stored(t, "r", 2.0, 1.0).to_resume().unwrap(), cursor(t, "r", 2, 1));
+        assert!(stored(" ", "r", 1.0, 1.0).to_resume().unwrap_err().contains("updatedAt is blank"));
+        assert!(stored("\u{feff}", "r", 1.0, 1.0).to_resume().unwrap_err().contains("updatedAt is blank"));
+        for refused in ["t", "infinity", "epoch", "2026-01-01 BC"] {
+            assert!(stored(refused, "r", 1.0, 1.0).to_resume().unwrap_err().contains("not a timestamp the application accepts"));
+        }
+        assert!(stored(t, "", 1.0, 1.0).to_resume().unwrap_err().contains("run_id"));
+        assert!(stored(t, "\u{a0}", 1.0, 1.0).to_resume().unwrap_err().contains("run_id is blank"));
+        assert!(stored(t, "r", 0.0, 1.0).to_resume().unwrap_err().contains("attempt"));
+        assert!(stored(t, "r", 1.5, 1.0).to_resume().unwrap_err().contains("attempt"));
+        assert!(stored(t, "r", 1.0, 0.0).to_resume().unwrap_err().contains("resource_ordinal"));
+        assert!(stored(t, "r", 1e12, 1.0).to_resume().is_err());
         // A dry run previews from any integral position.
         assert_eq!(stored("", "", 0.0, -1.0).to_position().unwrap(), cursor("", "", 0, -1));
         assert!(stored("t", "r", 0.5, 1.0).to_position().is_err());

@@ -2,6 +2,7 @@
 //! attempt, ordinal of the resource in the attempt's array), and the rules a
 //! cursor must satisfy before a page may start after it.
 
+use super::js_date::js_blank;
 use crate::args::ArgError;
 
 /// A position in keyset order. `T` is the timestamp: `TimestampWithTimeZone` in
@@ -31,10 +32,10 @@ pub fn after_argument<T>(
     Ok(Cursor { updated_at, run_id, attempt, resource_ordinal })
 }
 
-/// The application's rule for a cursor it will resume from: non-blank run id,
-/// attempt and ordinal integers from 1.
+/// The application's rule for a cursor it will resume from: non-blank run id
+/// (as JavaScript trims it), attempt and ordinal integers from 1.
 pub fn check_fields(run_id: &str, attempt: i32, resource_ordinal: i32) -> Result<(), String> {
-    if run_id.trim().is_empty() {
+    if js_blank(run_id) {
         return Err("run_id is blank".into());
     }
     if attempt < 1 {

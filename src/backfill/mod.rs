@@ -1,18 +1,22 @@
 //! Backfill paging: builds runtime_sandbox_operations from attempt JSON, one keyset page at a time.
 //!
-//! The pure core (`cursor`, `checkpoint`, `progress`, `resources`) holds the
-//! rules; `sql` is the thin SPI shell and `applied_page` the orchestrator's
-//! applied page (resources read in Rust); the page SQL lives in `sql/backfill/`, and the
-//! migration procedure (a PL/pgSQL loop that COMMITs per batch) in
-//! `sql/backfill/procedure.sql`.
+//! The pure core holds the rules: `page` (which attempts and resources make
+//! a page, which resources win), `resources` (what an attempt's JSON holds),
+//! `json_text`, `cursor`, `checkpoint`, `js_date` (what the application
+//! accepts), `progress`. `shell` is the only file with pgrx types: the SQL
+//! functions and their SPI statements (`sql/backfill/`). The migration
+//! procedure is PL/pgSQL (`sql/backfill/procedure.sql`): only a procedure can
+//! COMMIT per page.
 
 pub mod checkpoint;
 pub mod cursor;
+pub mod js_date;
+pub mod json_text;
+pub mod page;
 pub mod progress;
 pub mod resources;
 
-mod applied_page;
-mod sql;
+mod shell;
 
 use pgrx::prelude::*;
 
@@ -26,12 +30,14 @@ extension_sql_file!(
         preview_sandbox_operation_backfill,
         advance_sandbox_operation_backfill,
         backfill_status,
-        backfill_run_lock_key
+        backfill_run_lock_key,
+        backfill_run_lock,
+        backfill_run_unlock
     ]
 );
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }

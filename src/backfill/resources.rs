@@ -1,16 +1,17 @@
-//! The sandbox resources of an attempt and the rows an applied page inserts,
-//! computed in Rust for the orchestrator's applied page (the page SQL in
-//! `sql/backfill/page_resources.sql` and `apply_page.sql` says the same in SQL;
-//! the single-page functions and the previews still use it).
+//! The sandbox resources of an attempt, the rows a page inserts, and how the
+//! page reads its attempts: the rules of the application's page SQL (its
+//! `->>` per field, CASE/NULLIF/COALESCE, `row_number()` per identity) in Rust.
 //!
-//! The SQL reads every field with `->>`; `Fields` holds those texts, so the
-//! rules below are the SQL's CASE/NULLIF/COALESCE expressions one for one.
-//! `from_jsonb` reads the texts straight from jsonb's binary container; where
-//! `->>` would print a JSON number or container (text this module does not
-//! reproduce), it answers `None` and the shell asks the server for the texts.
+//! `from_jsonb` reads the fields straight from jsonb's binary container, a
+//! number or container printed as `->>` prints it (`json_text`), and only the
+//! fields a rule needs (a skipped element is not read further). The shell asks
+//! the server for the texts only when the binary format is not what this
+//! reader expects.
 
+use super::json_text;
 use crate::fast_hash::FastSet;
 use crate::stock::jsonb_binary::{self as binary, DecodeError};
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Provider {
@@ -27,15 +28,37 @@ impl Provider {
     }
 }
 
-/// The `->>` texts of one element of an attempt's resource array (`None`: SQL NULL).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Fields<'a> {
-    pub kind: Option<&'a [u8]>,
-    pub sandbox_id: Option<&'a [u8]>,
-    pub modal_app_id: Option<&'a [u8]>,
-    pub daytona_organization_id: Option<&'a [u8]>,
-    pub runtime_environment: Option<&'a [u8]>,
-    pub daytona_environment: Option<&'a [u8]>,
+/// The members of a resource element the page reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Kind,
+    SandboxId,
+    ModalAppId,
+    DaytonaOrganizationId,
+    RuntimeEnvironment,
+    DaytonaEnvironment,
+}
+
+impl Field {
+    pub const ALL: [Field; 6] = [
+        Field::Kind,
+        Field::SandboxId,
+        Field::ModalAppId,
+        Field::DaytonaOrganizationId,
+        Field::RuntimeEnvironment,
+        Field::DaytonaEnvironment,
+    ];
+
+    pub fn key(self) -> &'static [u8] {
+        match self {
+            Field::Kind => b"kind",
+            Field::SandboxId => b"sandboxId",
+            Field::ModalAppId => b"modalAppId",
+            Field::DaytonaOrganizationId => b"daytonaOrganizationId",
+            Field::RuntimeEnvironment => b"runtimeEnvironment",
+            Field::DaytonaEnvironment => b"daytonaEnvironment",
+        }
+    }
 }
 
 /// One sandbox resource of an attempt.
@@ -52,7 +75,12 @@ pub struct Resource {
 impl Resource {
     /// The operation identity (provider, sandbox id, routing_domain_key), compared bytewise.
     pub fn identity(&self) -> (Provider, &[u8], &[u8]) {
-        (self.provider, &self.sandbox_id, self.routing_domain.as_deref().unwrap_or(b""))
+        (self.provider, &self.sandbox_id, self.routing_domain_key())
+    }
+
+    /// `coalesce(routing_domain, '')`.
+    pub fn routing_domain_key(&self) -> &[u8] {
+        self.routing_domain.as_deref().unwrap_or(b"")
     }
 
     /// `'backfill:' || provider || ':' || sandbox_id || ':' || routing_domain_key`.
@@ -62,105 +90,81 @@ impl Resource {
     }
 }
 
-fn non_empty(text: Option<&[u8]>) -> Option<&[u8]> {
+fn non_empty(text: Option<Cow<'_, [u8]>>) -> Option<Cow<'_, [u8]>> {
     text.filter(|t| !t.is_empty())
 }
 
 /// The element as a sandbox resource, or `None` when the page skips it: the
 /// kind must be daytona_sandbox or modal_sandbox and the sandbox id non-empty.
-pub fn resource(ordinal: i32, fields: &Fields<'_>) -> Option<Resource> {
-    let provider = match fields.kind? {
-        b"daytona_sandbox" => Provider::Daytona,
-        b"modal_sandbox" => Provider::Modal,
-        _ => return None,
+/// `field` gives a member's `->>` text (`None`: SQL NULL); it is asked only
+/// for the members the rules look at.
+pub fn resource<'a, E>(
+    ordinal: i32,
+    mut field: impl FnMut(Field) -> Result<Option<Cow<'a, [u8]>>, E>,
+) -> Result<Option<Resource>, E> {
+    let provider = match field(Field::Kind)?.as_deref() {
+        Some(b"daytona_sandbox") => Provider::Daytona,
+        Some(b"modal_sandbox") => Provider::Modal,
+        _ => return Ok(None),
     };
-    let sandbox_id = non_empty(fields.sandbox_id)?;
-    let routing_domain = match provider {
-        Provider::Modal => non_empty(fields.modal_app_id),
-        Provider::Daytona => non_empty(fields.daytona_organization_id),
+    let Some(sandbox_id) = non_empty(field(Field::SandboxId)?) else { return Ok(None) };
+    let routing_domain = non_empty(field(match provider {
+        Provider::Modal => Field::ModalAppId,
+        Provider::Daytona => Field::DaytonaOrganizationId,
+    })?);
+    let environment = match non_empty(field(Field::RuntimeEnvironment)?) {
+        Some(environment) => environment,
+        None => non_empty(field(Field::DaytonaEnvironment)?).unwrap_or(Cow::Borrowed(b"production")),
     };
-    let environment =
-        non_empty(fields.runtime_environment).or(non_empty(fields.daytona_environment)).unwrap_or(b"production");
-    Some(Resource {
+    Ok(Some(Resource {
         ordinal,
         provider,
-        sandbox_id: sandbox_id.to_vec(),
-        routing_domain: routing_domain.map(<[u8]>::to_vec),
-        environment: environment.to_vec(),
+        sandbox_id: sandbox_id.into_owned(),
+        routing_domain: routing_domain.map(Cow::into_owned),
+        environment: environment.into_owned(),
+    }))
+}
+
+/// What `->>` prints for a member.
+fn member_text<'a>(object: &binary::Container<'a>, key: &[u8]) -> Result<Option<Cow<'a, [u8]>>, DecodeError> {
+    Ok(match object.get_raw(key)? {
+        None | Some((binary::Item::Null, _)) => None,
+        Some((binary::Item::String(s), _)) => Some(Cow::Borrowed(s)),
+        Some((binary::Item::Bool(true), _)) => Some(Cow::Borrowed(b"true")),
+        Some((binary::Item::Bool(false), _)) => Some(Cow::Borrowed(b"false")),
+        Some((binary::Item::Number, bytes)) => Some(Cow::Owned(json_text::numeric_out(bytes)?.into_bytes())),
+        Some((binary::Item::Container(_), bytes)) => Some(Cow::Owned(json_text::container_text(bytes)?.into_bytes())),
     })
-}
-
-/// What `->>` prints for a member, when this module can say it without the server.
-fn member_text<'a>(object: &binary::Container<'a>, key: &[u8]) -> Result<Option<&'a [u8]>, NeedsServer> {
-    match object.get(key)? {
-        None | Some(binary::Item::Null) => Ok(None),
-        Some(binary::Item::String(s)) => Ok(Some(s)),
-        Some(binary::Item::Bool(true)) => Ok(Some(b"true")),
-        Some(binary::Item::Bool(false)) => Ok(Some(b"false")),
-        // A number or a container: the server prints it.
-        Some(binary::Item::Number | binary::Item::Container(_)) => Err(NeedsServer),
-    }
-}
-
-/// A field the page reads is a number or a container, or the value is not
-/// what this reader expects: the server reads this attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NeedsServer;
-
-impl From<DecodeError> for NeedsServer {
-    fn from(_: DecodeError) -> Self {
-        NeedsServer
-    }
 }
 
 /// The sandbox resources of an attempt's `resource_json` (the payload of a
 /// non-NULL jsonb), in ordinal order: an array's elements, anything else as a
-/// one-element array. `None` when a field the page reads is a number or a
-/// container (or the value cannot be read here): ask the server instead.
+/// one-element array. `None` when the value is not laid out as this reader
+/// expects: the shell asks the server instead.
 pub fn from_jsonb(payload: &[u8]) -> Option<Vec<Resource>> {
     resources_of(payload).ok()
 }
 
-fn resources_of(payload: &[u8]) -> Result<Vec<Resource>, NeedsServer> {
+fn resources_of(payload: &[u8]) -> Result<Vec<Resource>, DecodeError> {
     let root = binary::Container::read(payload)?;
     let mut resources = Vec::new();
     match root.kind {
         // A top-level scalar is a one-element array of a non-object: no resources.
         binary::Kind::Scalar => {}
-        binary::Kind::Object => resources.extend(element_resource(1, &root)?),
+        binary::Kind::Object => resources.extend(resource(1, |f| member_text(&root, f.key()))?),
         binary::Kind::Array => {
             for (index, element) in root.elements().enumerate() {
                 // `->>` on anything but an object is NULL: not a sandbox.
                 if let binary::Item::Container(object) = element? {
                     if object.kind == binary::Kind::Object {
-                        let ordinal = i32::try_from(index + 1).map_err(|_| NeedsServer)?;
-                        resources.extend(element_resource(ordinal, &object)?);
+                        let ordinal = i32::try_from(index + 1).map_err(|_| DecodeError("too many elements"))?;
+                        resources.extend(resource(ordinal, |f| member_text(&object, f.key()))?);
                     }
                 }
             }
         }
     }
     Ok(resources)
-}
-
-fn element_resource(ordinal: i32, object: &binary::Container<'_>) -> Result<Option<Resource>, NeedsServer> {
-    // A kind that is not a string prints as a number, true/false or JSON text: never a sandbox kind.
-    let kind = match object.get(b"kind")? {
-        Some(binary::Item::String(kind)) => kind,
-        _ => return Ok(None),
-    };
-    if kind != b"daytona_sandbox" && kind != b"modal_sandbox" {
-        return Ok(None);
-    }
-    let fields = Fields {
-        kind: Some(kind),
-        sandbox_id: member_text(object, b"sandboxId")?,
-        modal_app_id: member_text(object, b"modalAppId")?,
-        daytona_organization_id: member_text(object, b"daytonaOrganizationId")?,
-        runtime_environment: member_text(object, b"runtimeEnvironment")?,
-        daytona_environment: member_text(object, b"daytonaEnvironment")?,
-    };
-    Ok(resource(ordinal, &fields))
 }
 
 /// The resources an applied page inserts, given the page's resources in
@@ -229,61 +233,90 @@ impl InsertMode {
 mod tests {
     use super::*;
 
-    fn fields<'a>(kind: &'a str, sandbox_id: &'a str) -> Fields<'a> {
-        Fields { kind: Some(kind.as_bytes()), sandbox_id: Some(sandbox_id.as_bytes()), ..Fields::default() }
+    /// The resource of an element whose `->>` texts are `fields` (absent: NULL).
+    fn resource_of(fields: &[(Field, &str)]) -> Option<Resource> {
+        resource(1, |f| {
+            Ok::<_, ()>(fields.iter().find(|(g, _)| *g == f).map(|(_, text)| Cow::Owned(text.as_bytes().to_vec())))
+        })
+        .unwrap()
     }
 
     #[test]
     fn only_sandbox_kinds_with_an_id_are_resources() {
-        assert!(resource(1, &fields("daytona_sandbox", "a")).is_some());
-        assert!(resource(1, &fields("modal_sandbox", "a")).is_some());
-        assert!(resource(1, &fields("docker", "a")).is_none());
-        assert!(resource(1, &fields("daytona_sandbox", "")).is_none());
-        assert!(resource(1, &Fields { sandbox_id: Some(b"a"), ..Fields::default() }).is_none());
-        assert!(resource(1, &Fields { kind: Some(b"modal_sandbox"), ..Fields::default() }).is_none());
+        use Field::*;
+        assert!(resource_of(&[(Kind, "daytona_sandbox"), (SandboxId, "a")]).is_some());
+        assert!(resource_of(&[(Kind, "modal_sandbox"), (SandboxId, "a")]).is_some());
+        assert!(resource_of(&[(Kind, "docker"), (SandboxId, "a")]).is_none());
+        assert!(resource_of(&[(Kind, "daytona_sandbox"), (SandboxId, "")]).is_none());
+        assert!(resource_of(&[(SandboxId, "a")]).is_none());
+        assert!(resource_of(&[(Kind, "modal_sandbox")]).is_none());
     }
 
     #[test]
     fn provider_routing_domain_and_environment_follow_the_sql() {
-        let f = Fields {
-            kind: Some(b"modal_sandbox"),
-            sandbox_id: Some(b"sb"),
-            modal_app_id: Some(b"app"),
-            daytona_organization_id: Some(b"org"),
-            runtime_environment: Some(b""),
-            daytona_environment: Some(b"staging"),
-        };
-        let r = resource(3, &f).unwrap();
+        use Field::*;
+        let all = [
+            (Kind, "modal_sandbox"),
+            (SandboxId, "sb"),
+            (ModalAppId, "app"),
+            (DaytonaOrganizationId, "org"),
+            (RuntimeEnvironment, ""),
+            (DaytonaEnvironment, "staging"),
+        ];
+        let r = resource(3, |f| Ok::<_, ()>(all.iter().find(|(g, _)| *g == f).map(|(_, t)| Cow::Borrowed(t.as_bytes()))))
+            .unwrap()
+            .unwrap();
         assert_eq!((r.ordinal, r.provider), (3, Provider::Modal));
         assert_eq!(r.routing_domain.as_deref(), Some(&b"app"[..]));
         assert_eq!(r.environment, b"staging");
         assert_eq!(r.operation_key(), b"backfill:modal:sb:app");
 
-        let d = resource(1, &Fields { kind: Some(b"daytona_sandbox"), modal_app_id: Some(b""), ..f }).unwrap();
+        let mut daytona = all;
+        daytona[0].1 = "daytona_sandbox";
+        daytona[2].1 = "";
+        let d = resource_of(&daytona).unwrap();
         assert_eq!(d.provider, Provider::Daytona);
         assert_eq!(d.routing_domain.as_deref(), Some(&b"org"[..]));
 
-        let bare =
-            resource(1, &Fields { daytona_organization_id: Some(b""), ..fields("daytona_sandbox", "x") }).unwrap();
+        let bare = resource_of(&[(Kind, "daytona_sandbox"), (SandboxId, "x"), (DaytonaOrganizationId, "")]).unwrap();
         assert_eq!((bare.routing_domain.as_deref(), bare.environment.as_slice()), (None, &b"production"[..]));
         assert_eq!(bare.operation_key(), b"backfill:daytona:x:");
-        let runtime = Fields {
-            runtime_environment: Some(b"dev"),
-            daytona_environment: Some(b"x"),
-            ..fields("modal_sandbox", "y")
+        let runtime =
+            [(Kind, "modal_sandbox"), (SandboxId, "y"), (RuntimeEnvironment, "dev"), (DaytonaEnvironment, "x")];
+        assert_eq!(resource_of(&runtime).unwrap().environment, b"dev");
+    }
+
+    #[test]
+    fn only_the_fields_a_rule_needs_are_read() {
+        let mut asked = Vec::new();
+        let texts = |f: Field| match f {
+            Field::Kind => Some("daytona_sandbox"),
+            Field::SandboxId => Some("d"),
+            Field::RuntimeEnvironment => Some("dev"),
+            _ => Some("never read"),
         };
-        assert_eq!(resource(1, &runtime).unwrap().environment, b"dev");
+        resource(1, |f| {
+            asked.push(f);
+            Ok::<_, ()>(texts(f).map(|t| Cow::Borrowed(t.as_bytes())))
+        })
+        .unwrap();
+        assert_eq!(asked, [Field::Kind, Field::SandboxId, Field::DaytonaOrganizationId, Field::RuntimeEnvironment]);
+        asked.clear();
+        let skipped = resource(1, |f| {
+            asked.push(f);
+            Ok::<_, ()>((f == Field::Kind).then_some(Cow::Borrowed(&b"modal_sandbox"[..])))
+        });
+        assert_eq!((skipped, asked), (Ok(None), vec![Field::Kind, Field::SandboxId]));
     }
 
     #[test]
     fn the_first_resource_of_an_identity_wins_and_winners_come_in_identity_order() {
         let r = |kind: &str, id: &str, domain: Option<&str>| {
-            let f = Fields {
-                daytona_organization_id: domain.map(str::as_bytes),
-                modal_app_id: domain.map(str::as_bytes),
-                ..fields(kind, id)
-            };
-            resource(1, &f).unwrap()
+            let mut fields = vec![(Field::Kind, kind), (Field::SandboxId, id)];
+            if let Some(domain) = domain {
+                fields.extend([(Field::DaytonaOrganizationId, domain), (Field::ModalAppId, domain)]);
+            }
+            resource_of(&fields).unwrap()
         };
         let page = [
             r("modal_sandbox", "b", None),
@@ -374,7 +407,7 @@ mod tests {
                 }
                 J::Num | J::Arr(_) | J::Obj(_) => {
                     data.resize((data.len() + 3) & !3, 0);
-                    let bytes = if let J::Num = child { vec![9u8; 8] } else { container(child, stride) };
+                    let bytes = if let J::Num = child { forty_two() } else { container(child, stride) };
                     data.extend_from_slice(&bytes);
                     if let J::Num = child {
                         0x1000_0000
@@ -393,6 +426,16 @@ mod tests {
         let mut out = (flags | children.len() as u32).to_ne_bytes().to_vec();
         entries.iter().for_each(|e| out.extend_from_slice(&e.to_ne_bytes()));
         out.extend_from_slice(&data);
+        out
+    }
+
+    /// The numeric 42 as jsonb stores it (short format, 1-byte varlena header).
+    fn forty_two() -> Vec<u8> {
+        let mut body = 0x8000u16.to_ne_bytes().to_vec();
+        body.extend_from_slice(&42u16.to_ne_bytes());
+        let total = body.len() as u8 + 1;
+        let mut out = vec![if cfg!(target_endian = "little") { (total << 1) | 1 } else { total | 0x80 }];
+        out.extend_from_slice(&body);
         out
     }
 
@@ -456,19 +499,26 @@ mod tests {
     }
 
     #[test]
-    fn numbers_and_containers_the_page_reads_go_to_the_server() {
-        for (key, value) in
-            [("sandboxId", J::Num), ("modalAppId", J::Arr(vec![])), ("daytonaEnvironment", J::Obj(vec![]))]
-        {
-            let doc = J::Arr(vec![
-                sandbox("modal_sandbox", J::Str("m"), vec![]),
-                J::Obj(vec![("kind", J::Str("modal_sandbox")), (key, value)]),
-            ]);
-            assert_eq!(from_jsonb(&encode(&doc, 32)), None, "{key}");
-        }
-        // Only sandbox kinds are read: a number elsewhere does not matter.
-        let docker = J::Arr(vec![sandbox("docker", J::Num, vec![])]);
-        assert_eq!(from_jsonb(&encode(&docker, 32)), Some(vec![]));
+    fn numbers_and_containers_read_as_the_server_prints_them() {
+        let doc = J::Arr(vec![
+            sandbox("modal_sandbox", J::Num, vec![("modalAppId", J::Arr(vec![J::Num, J::Str("a\"b")]))]),
+            sandbox("daytona_sandbox", J::Obj(vec![("bb", J::Null), ("a", J::Obj(vec![]))]), vec![("daytonaEnvironment", J::Num)]),
+        ]);
+        let found = from_jsonb(&encode(&doc, 32)).unwrap();
+        let texts: Vec<_> = found
+            .iter()
+            .map(|r| (String::from_utf8(r.operation_key()).unwrap(), String::from_utf8(r.environment.clone()).unwrap()))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                (r#"backfill:modal:42:[42, "a\"b"]"#.to_owned(), "production".to_owned()),
+                (r#"backfill:daytona:{"a": {}, "bb": null}:"#.to_owned(), "42".to_owned()),
+            ]
+        );
+        // A skipped element is not read further.
+        let skipped = J::Arr(vec![J::Obj(vec![("kind", J::Str("modal_sandbox")), ("sandboxId", J::Str("")), ("modalAppId", J::Num)])]);
+        assert_eq!(from_jsonb(&encode(&skipped, 32)), Some(vec![]));
     }
 
     #[test]

@@ -293,28 +293,35 @@ impl<'a> Container<'a> {
 
     /// Child `index`, its data starting at `start`; also where it ends.
     fn child_at(&self, index: usize, start: usize) -> Result<(Item<'a>, usize), DecodeError> {
+        self.raw_child_at(index, start).map(|(item, _, end)| (item, end))
+    }
+
+    /// Child `index` with its bytes (a number's numeric varlena, a container's
+    /// own container, a string's text); also where it ends.
+    fn raw_child_at(&self, index: usize, start: usize) -> Result<(Item<'a>, &'a [u8], usize), DecodeError> {
         let entry = self.entry(index)?;
         let field = (entry & JENTRY_OFFLENMASK) as usize;
         let end = if entry & JENTRY_HAS_OFF != 0 { field } else { start + field };
         let bytes = self.data.get(start..end).ok_or(DecodeError("truncated jsonb"))?;
-        let item = match entry & JENTRY_TYPEMASK {
-            JENTRY_ISSTRING => Item::String(bytes),
-            JENTRY_ISNULL => Item::Null,
-            JENTRY_ISBOOL_FALSE => Item::Bool(false),
-            JENTRY_ISBOOL_TRUE => Item::Bool(true),
-            JENTRY_ISNUMERIC => Item::Number,
+        // Numbers and containers start at the next 4-byte boundary.
+        let aligned = || self.data.get(int_align(start)..end).ok_or(DecodeError("truncated jsonb"));
+        let (item, bytes) = match entry & JENTRY_TYPEMASK {
+            JENTRY_ISSTRING => (Item::String(bytes), bytes),
+            JENTRY_ISNULL => (Item::Null, bytes),
+            JENTRY_ISBOOL_FALSE => (Item::Bool(false), bytes),
+            JENTRY_ISBOOL_TRUE => (Item::Bool(true), bytes),
+            JENTRY_ISNUMERIC => (Item::Number, aligned()?),
             JENTRY_ISCONTAINER => {
-                // Containers start at the next 4-byte boundary.
-                let aligned = (start + 3) & !3;
-                let child = Container::read(self.data.get(aligned..end).ok_or(DecodeError("truncated jsonb"))?)?;
+                let bytes = aligned()?;
+                let child = Container::read(bytes)?;
                 if child.kind == Kind::Scalar {
                     return Err(DecodeError("not a jsonb container"));
                 }
-                Item::Container(child)
+                (Item::Container(child), bytes)
             }
             _ => return Err(DecodeError("unknown jsonb entry type")),
         };
-        Ok((item, end))
+        Ok((item, bytes, end))
     }
 
     /// How many elements (or members) the container holds.
@@ -338,6 +345,11 @@ impl<'a> Container<'a> {
 
     /// An object's member `key` (`None`: absent).
     pub fn get(&self, key: &[u8]) -> Result<Option<Item<'a>>, DecodeError> {
+        Ok(self.get_raw(key)?.map(|(item, _)| item))
+    }
+
+    /// An object's member `key` with its bytes (see `raw_elements`).
+    pub fn get_raw(&self, key: &[u8]) -> Result<Option<(Item<'a>, &'a [u8])>, DecodeError> {
         if self.kind != Kind::Object {
             return Ok(None);
         }
@@ -348,11 +360,40 @@ impl<'a> Container<'a> {
             if let Item::String(name) = name {
                 if name == key {
                     let value = self.count + i;
-                    return self.child_at(value, self.start(value)?).map(|(item, _)| Some(item));
+                    return self.raw_child_at(value, self.start(value)?).map(|(item, bytes, _)| Some((item, bytes)));
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The elements of an array (the scalar of a raw scalar), in order, each
+    /// with its bytes: a number's numeric varlena, a container's own container.
+    pub fn raw_elements(self) -> impl Iterator<Item = Result<(Item<'a>, &'a [u8]), DecodeError>> {
+        let mut start = 0usize;
+        (0..self.count).map(move |i| {
+            let (item, bytes, end) = self.raw_child_at(i, start)?;
+            start = end;
+            Ok((item, bytes))
+        })
+    }
+
+    /// An object's members in storage order (jsonb's key order): key, value and the value's bytes.
+    pub fn raw_members(self) -> impl Iterator<Item = Result<(&'a [u8], Item<'a>, &'a [u8]), DecodeError>> {
+        let count = if self.kind == Kind::Object { self.count } else { 0 };
+        let (mut key_start, mut value_start) = (0usize, None);
+        (0..count).map(move |i| {
+            let (key, key_end) = self.child_at(i, key_start)?;
+            key_start = key_end;
+            let Item::String(key) = key else { return Err(DecodeError("object key is not a string")) };
+            let start = match value_start {
+                Some(start) => start,
+                None => self.start(self.count)?,
+            };
+            let (item, bytes, end) = self.raw_child_at(self.count + i, start)?;
+            value_start = Some(end);
+            Ok((key, item, bytes))
+        })
     }
 }
 

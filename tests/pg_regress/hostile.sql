@@ -37,6 +37,9 @@ CREATE FUNCTION public.stock_hash(jsonb) RETURNS text LANGUAGE sql AS $$ SELECT 
 CREATE FUNCTION public.managed_resource_status(text, text, text, text) RETURNS text LANGUAGE sql AS $$ SELECT public.hijacked('managed_resource_status')::text $$;
 CREATE FUNCTION public.advance_sandbox_operation_backfill(boolean, integer, integer, name) RETURNS void LANGUAGE sql AS $$ SELECT public.hijacked('advance_sandbox_operation_backfill') $$;
 CREATE FUNCTION public.backfill_run_lock_key(integer, integer, interval, name) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('backfill_run_lock_key')::text::bigint $$;
+CREATE FUNCTION public._backfill_run_lock_key(integer, integer, interval, name) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('_backfill_run_lock_key')::text::bigint $$;
+CREATE FUNCTION public._backfill_run_lock(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT public.hijacked('_backfill_run_lock')::text::boolean $$;
+CREATE FUNCTION public._backfill_run_unlock(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT public.hijacked('_backfill_run_unlock')::text::boolean $$;
 
 -- Aggregates: pg_catalog's take "any" or anynonarray; these match text exactly.
 CREATE FUNCTION public.hijacked_count(bigint, text) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('count(text)')::text::bigint $$;

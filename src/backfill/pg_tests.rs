@@ -235,7 +235,7 @@ fn backfill_maps_modal_and_daytona_resources() {
     attempt("bf_map", "r5", 1, "2026-01-02 03:04:06+00", r#"'"just text"'"#);
     let pages = walk("bf_map", 100);
     assert_eq!(pages[0].0, 6);
-    assert_eq!(pages[0].2, false);
+    assert!(!pages[0].2);
     let rows = text(
         "SELECT string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment, sandbox_id,
                  coalesce(routing_domain, '<null>'), routing_domain_key, state, provider_created_at = '2026-01-02 03:04:05.678901+00'),
@@ -376,6 +376,8 @@ fn backfill_bad_input_names_the_argument_and_writes_nothing() {
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', '  ', 1, 1), 'bf_bad')", "after: run_id is blank"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('2026-01-01', 'r1', 0, 1), 'bf_bad')", "after: attempt must be at least 1, got 0"),
         ("SELECT runtime_sandbox.preview_sandbox_operation_backfill(1, ('2026-01-01', 'r1', 1, -1), 'bf_bad')", "after: resource_ordinal must be at least 1, got -1"),
+        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, ('infinity', 'r1', 1, 1), 'bf_bad')", "after: updated_at infinity is not a timestamp the application accepts"),
+        ("SELECT runtime_sandbox.preview_sandbox_operation_backfill(1, ('2026-01-01 00:00:00+00 BC', 'r1', 1, 1), 'bf_bad')", "after: updated_at 2026-01-01 00:00:00+00 BC is not a timestamp the application accepts"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf_missing')", "ledger_schema: schema \"bf_missing\" does not exist"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf-bad')", "ledger_schema: \"bf-bad\" is not a plain identifier"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, NULL)", "ledger_schema: must not be NULL"),
@@ -384,10 +386,10 @@ fn backfill_bad_input_names_the_argument_and_writes_nothing() {
         ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 5000, 1, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 5000"),
         ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(true, 0, 1, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 0"),
         ("SELECT runtime_sandbox.backfill_status('bf_missing')", "ledger_schema: schema \"bf_missing\" does not exist"),
-        ("SELECT runtime_sandbox.backfill_run_lock_key(1, 0, '0', 'bf_bad')", "max_batches: must be NULL (until complete) or at least 1, got 0"),
-        ("SELECT runtime_sandbox.backfill_run_lock_key(1, NULL, '-1 second', 'bf_bad')", "pause: must not be negative"),
-        ("SELECT runtime_sandbox.backfill_run_lock_key(1, NULL, NULL, 'bf_bad')", "pause: must not be NULL"),
-        ("SELECT runtime_sandbox.backfill_run_lock_key(1001, NULL, '0', 'bf_bad')", "batch_size: must be an integer from 1 through 1000"),
+        ("SELECT runtime_sandbox._backfill_run_lock_key(1, 0, '0', 'bf_bad')", "max_batches: must be NULL (until complete) or at least 1, got 0"),
+        ("SELECT runtime_sandbox._backfill_run_lock_key(1, NULL, '-1 second', 'bf_bad')", "pause: must not be negative"),
+        ("SELECT runtime_sandbox._backfill_run_lock_key(1, NULL, NULL, 'bf_bad')", "pause: must not be NULL"),
+        ("SELECT runtime_sandbox._backfill_run_lock_key(1001, NULL, '0', 'bf_bad')", "batch_size: must be an integer from 1 through 1000"),
     ];
     for (sql, expected) in cases {
         let err = error_of(sql).unwrap_or_else(|| panic!("{sql} did not fail"));
@@ -460,6 +462,7 @@ fn awkward_ledger(schema: &str) {
            SELECT 'r7', g, '2026-01-01 00:00:04.5+00', '[{{"kind":"docker","sandboxId":"d"}}]' FROM generate_series(1, 40) g"#
     ));
     attempt(schema, "r6", 1, &t("5"), r#"'[{"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o2"}, {"kind":"daytona_sandbox","sandboxId":"a","daytonaOrganizationId":"o2"}, {"kind":"daytona_sandbox","sandboxId":42}]'"#);
+    attempt(schema, "r8", 1, &t("6"), r#"'[{"kind":"modal_sandbox","sandboxId":-1.00e-7,"modalAppId":-0.0}, {"kind":"daytona_sandbox","sandboxId":{"u":"é\u0001","\"q\"":"tab\there"}}, {"kind":"daytona_sandbox","sandboxId":"","daytonaOrganizationId":7}, {"kind":"modal_sandbox","sandboxId":[1e-7]}]'"#);
 }
 
 fn operations_text(schema: &str) -> String {
@@ -471,37 +474,123 @@ fn operations_text(schema: &str) -> String {
     ))
 }
 
+/// A test oracle (src/backfill/testdata): the page in the application's own
+/// terms, as one SQL statement, at the cursor in walk_cursor.
+fn oracle_sql(file: &str, schema: &str, batch: i32) -> String {
+    let sql = match file {
+        "applied" => include_str!("testdata/applied_page.sql"),
+        "preview" => include_str!("testdata/preview_page.sql"),
+        "application_preview" => include_str!("testdata/application_preview.sql"),
+        _ => unreachable!(),
+    };
+    sql.replace("@ledger@", &format!("\"{schema}\""))
+        .replace("$1", "(SELECT (c).updated_at FROM pg_temp.walk_cursor)")
+        .replace("$2", "(SELECT (c).run_id FROM pg_temp.walk_cursor)")
+        .replace("$3", "(SELECT (c).attempt FROM pg_temp.walk_cursor)")
+        .replace("$4", "(SELECT (c).resource_ordinal FROM pg_temp.walk_cursor)")
+        .replace("$5", &batch.to_string())
+}
+
+/// The oracle's page (or progress) row as text.
+fn oracle(file: &str, schema: &str, batch: i32) -> String {
+    let sql = oracle_sql(file, schema, batch);
+    Spi::connect_mut(|c| c.update(sql.as_str(), None, &[])?.first().get_one::<String>())
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
+        .expect("a row")
+}
+
+/// Every entry point walks the awkward ledger page by page exactly as the
+/// application's page SQL does: backfill_sandbox_operations (rows, counts,
+/// targets), the orchestrator's pages (counts and cursors, rows), the preview
+/// of each page, and the application's dry run from each cursor.
 #[pg_test]
-fn backfill_orchestrator_pages_equal_the_sql_pages() {
-    // The orchestrator's applied page reads resources in Rust; page by page it
-    // must scan, insert and stop where backfill_sandbox_operations does.
+fn backfill_pages_equal_the_application_page_sql() {
+    run("SET LOCAL TimeZone = 'UTC'");
     for batch in [1, 2, 3, 7, 1000] {
-        let (fast, sql) = (format!("bf_eq_fast_{batch}"), format!("bf_eq_sql_{batch}"));
-        awkward_ledger(&fast);
-        awkward_ledger(&sql);
+        let (single, reference, orchestrated) =
+            (format!("bf_eq_single_{batch}"), format!("bf_eq_ref_{batch}"), format!("bf_eq_orch_{batch}"));
+        for schema in [&single, &reference, &orchestrated] {
+            awkward_ledger(schema);
+        }
         start_walk();
         for pages in 1.. {
             assert!(pages < 200, "batch {batch}: the walk does not end");
-            let (orchestrated, phase) = Spi::get_two::<String, String>(&format!(
+            // Before applying: the preview of the page, and the application's dry run from the same cursor.
+            let preview = text(&format!(
+                "SELECT p::text FROM runtime_sandbox.preview_sandbox_operation_backfill({batch}, (SELECT c FROM walk_cursor), '{single}') p"
+            ));
+            assert_eq!(preview, oracle("preview", &single, batch), "batch {batch}, page {pages}: preview");
+            run(&format!(
+                "DELETE FROM {single}.control;
+                 INSERT INTO {single}.control (key, value)
+                 SELECT 'runtime_sandbox_operation_backfill_v1', jsonb_build_object('phase', 'pending', 'cursor',
+                        CASE WHEN c IS NOT NULL THEN jsonb_build_object('updatedAt', (c).updated_at::text, 'runId', (c).run_id,
+                             'attempt', (c).attempt, 'resourceOrdinal', (c).resource_ordinal) END)
+                 FROM walk_cursor"
+            ));
+            let dry = text(&format!("SELECT p::text FROM runtime_sandbox.advance_sandbox_operation_backfill(true, {batch}, 1, '{single}') p"));
+            assert_eq!(dry, oracle("application_preview", &single, batch), "batch {batch}, page {pages}: dry run");
+            run(&format!("DELETE FROM {single}.control"));
+
+            let expected = oracle("applied", &reference, batch);
+            let applied = text(&format!(
+                "SELECT p::text FROM runtime_sandbox.backfill_sandbox_operations({batch}, (SELECT c FROM walk_cursor), '{single}') p"
+            ));
+            assert_eq!(applied, expected, "batch {batch}, page {pages}: backfill_sandbox_operations");
+            let (progress, phase) = Spi::get_two::<String, String>(&format!(
                 "SELECT (p.scanned_attempts, p.inserted_operations, p.next_cursor)::text, p.phase
-                 FROM runtime_sandbox.advance_sandbox_operation_backfill(false, {batch}, 1, '{fast}') p"
+                 FROM runtime_sandbox.advance_sandbox_operation_backfill(false, {batch}, 1, '{orchestrated}') p"
             ))
             .unwrap();
-            let paged = text(&format!(
-                "WITH p AS (SELECT * FROM runtime_sandbox.backfill_sandbox_operations({batch}, (SELECT c FROM walk_cursor), '{sql}')),
-                      u AS (UPDATE walk_cursor SET c = (SELECT next_cursor FROM p))
-                 SELECT (p.scanned_attempts, p.inserted_operations, CASE WHEN p.has_more THEN p.next_cursor END)::text FROM p"
+            let reported = text(&format!(
+                "SELECT (p.scanned_attempts, p.inserted_operations, CASE WHEN p.has_more THEN p.next_cursor END)::text
+                 FROM (SELECT ('{}'::text::runtime_sandbox.backfill_page).*) p",
+                expected.replace('\'', "''")
             ));
-            assert_eq!(orchestrated, Some(paged), "batch {batch}, page {pages}");
+            assert_eq!(progress, Some(reported), "batch {batch}, page {pages}: orchestrator");
+            run(&format!("UPDATE walk_cursor SET c = ('{}'::text::runtime_sandbox.backfill_page).next_cursor", expected.replace('\'', "''")));
             if phase.as_deref() == Some("complete") {
                 break;
             }
         }
-        assert_eq!(operations_text(&fast), operations_text(&sql), "batch {batch}");
+        assert_eq!(operations_text(&single), operations_text(&reference), "batch {batch}");
+        assert_eq!(operations_text(&orchestrated), operations_text(&reference), "batch {batch}");
     }
     // Numbers and containers print as the server prints them.
-    let odd = text(r#"SELECT string_agg(sandbox_id || '/' || routing_domain_key || '/' || environment, ' ' ORDER BY sandbox_id COLLATE "C") FROM bf_eq_fast_1000.runtime_sandbox_operations WHERE sandbox_id NOT IN ('a', 'dup', 'm1', 'x')"#);
-    assert_eq!(odd, r#"123.50/1000/production 42//production false//production true/{"a": null, "b": [1, 2]}/production ü-ñ//["e"]"#);
+    let odd = text(r#"SELECT string_agg(sandbox_id || '/' || routing_domain_key || '/' || environment, ' ' ORDER BY sandbox_id COLLATE "C") FROM bf_eq_orch_1000.runtime_sandbox_operations WHERE sandbox_id NOT IN ('a', 'dup', 'm1', 'x')"#);
+    assert_eq!(
+        odd,
+        r#"-0.000000100/0.0/production 123.50/1000/production 42//production [0.0000001]//production false//production true/{"a": null, "b": [1, 2]}/production {"u": "é\u0001", "\"q\"": "tab\there"}//production ü-ñ//["e"]"#
+    );
+}
+
+/// The resources of every jsonb value the reader meets, against the server's `->>`.
+#[pg_test]
+fn backfill_reads_numbers_and_containers_as_the_server_prints_them() {
+    let values = [
+        "0", "-0", "-0.0", "1e3", "1.0e-5", "123.50", "1e100", "-12345678901234567890.123456789", "0.000001",
+        "99999999999999999999999999.999999999999", "3.14159265358979323846264338327950288419716939937510",
+        "[]", "{}", "[1, [2, [3.0]]]", r#"{"b": {"c": [true, false, null]}, "a": "x"}"#, r#"["\"\\/\b\f\n\r\t\u0001\u001f é €"]"#,
+        r#"{"longer key": 1, "k": 2, "kk": {"": []}}"#,
+    ];
+    for value in values {
+        let sql = format!(r#"SELECT jsonb_build_array(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', '{value}'::jsonb, 'runtimeEnvironment', 'e')) AS doc"#);
+        let server = text(&format!("SELECT d -> 0 ->> 'sandboxId' FROM ({sql}) AS q(d)"));
+        let read = Spi::connect(|c| {
+            c.select(sql.as_str(), None, &[])?;
+            // SAFETY: the one row of the statement just run; column 1 is a non-NULL jsonb.
+            let doc = unsafe {
+                let table = &*pg_sys::SPI_tuptable;
+                let mut is_null = false;
+                let datum = pg_sys::SPI_getbinval(*table.vals, table.tupdesc, 1, &mut is_null);
+                crate::pg_types::JsonbBytes::from_polymorphic_datum(datum, is_null, pg_sys::JSONBOID).expect("a document")
+            };
+            Ok::<_, pgrx::spi::SpiError>(crate::backfill::resources::from_jsonb(doc.as_bytes()))
+        })
+        .unwrap()
+        .unwrap_or_else(|| panic!("{value}: not read in place"));
+        assert_eq!(String::from_utf8(read[0].sandbox_id.clone()).unwrap(), server, "{value}");
+    }
 }
 
 #[pg_test]
@@ -520,11 +609,11 @@ fn backfill_orchestrator_pages_start_at_the_cursor_in_the_keyset_index() {
 }
 
 #[pg_test]
-fn backfill_orchestrator_raises_what_the_page_sql_raises_and_writes_nothing() {
+fn backfill_pages_raise_what_the_application_page_sql_raises_and_write_nothing() {
     // An operation already holds the key a backfilled daytona "zz" would get,
-    // under another identity: no ON CONFLICT covers that, so both paths fail
-    // (the orchestrator's optimistic insert rolls back and falls back first).
-    for schema in ["bf_pk_fast", "bf_pk_sql"] {
+    // under another identity: no ON CONFLICT covers that, so every path fails
+    // (the optimistic insert rolls back and falls back first).
+    for schema in ["bf_pk_orch", "bf_pk_single", "bf_pk_ref"] {
         ledger(schema);
         run(&format!(
             "INSERT INTO {schema}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id)
@@ -532,16 +621,111 @@ fn backfill_orchestrator_raises_what_the_page_sql_raises_and_writes_nothing() {
         ));
         attempt(schema, "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}, {}]'", daytona("yy"), daytona("zz")));
     }
-    let sql = error_of("SELECT runtime_sandbox.backfill_sandbox_operations(10, NULL, 'bf_pk_sql')").expect("an error");
-    assert!(sql.starts_with("23505 duplicate key value violates unique constraint"), "{sql}");
+    start_walk();
+    let expected = error_of(&oracle_sql("applied", "bf_pk_ref", 10)).expect("an error");
+    assert!(expected.starts_with("23505 duplicate key value violates unique constraint"), "{expected}");
+    let single = error_of("SELECT runtime_sandbox.backfill_sandbox_operations(10, NULL, 'bf_pk_single')");
+    assert_eq!(single.as_deref(), Some(expected.as_str()));
+    assert_eq!(int("SELECT count(*) FROM bf_pk_single.runtime_sandbox_operations"), 1);
     for _ in 0..2 {
-        let fast = error_of("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_pk_fast')");
-        assert_eq!(fast.as_deref(), Some(sql.as_str()));
-        assert_eq!(int("SELECT count(*) FROM bf_pk_fast.runtime_sandbox_operations"), 1);
-        assert_eq!(int("SELECT count(*) FROM bf_pk_fast.control"), 0);
+        let orchestrated = error_of("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_pk_orch')");
+        assert_eq!(orchestrated.as_deref(), Some(expected.as_str()));
+        assert_eq!(int("SELECT count(*) FROM bf_pk_orch.runtime_sandbox_operations"), 1);
+        assert_eq!(int("SELECT count(*) FROM bf_pk_orch.control"), 0);
     }
     // The session goes on: after the key is freed, the page applies.
-    run("DELETE FROM bf_pk_fast.runtime_sandbox_operations");
-    let p = text("SELECT (p.phase, p.scanned_attempts, p.inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_pk_fast') p");
+    run("DELETE FROM bf_pk_orch.runtime_sandbox_operations");
+    let p = text("SELECT (p.phase, p.scanned_attempts, p.inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_pk_orch') p");
     assert_eq!(p, "(complete,2,2)");
+}
+
+/// A stored checkpoint whose cursor the application itself refuses to resume
+/// from (its `Date.parse` of updatedAt is NaN) stops the applied backfill with
+/// an error naming the value; nothing is written and the row stays as it was.
+/// The dry run previews from it as the application's preview does.
+#[pg_test]
+fn backfill_checkpoint_timestamps_the_application_refuses_are_errors() {
+    run("SET LOCAL TimeZone = 'UTC'");
+    ledger("bf_refused");
+    attempt("bf_refused", "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}]'", daytona("a")));
+    attempt("bf_refused", "r2", 1, "2026-01-02 00:00:00+00", &format!("'[{}]'", daytona("b")));
+    let store = |updated_at: &str| {
+        let value = serde_json::json!({"phase": "pending", "cursor": {"updatedAt": updated_at, "runId": "r1", "attempt": 1, "resourceOrdinal": 1}});
+        Spi::run_with_args(
+            "INSERT INTO bf_refused.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1', $1::text::jsonb)
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            &[value.to_string().into()],
+        )
+        .unwrap();
+    };
+    // PostgreSQL reads every one of these; the application's Date.parse does not.
+    for refused in ["infinity", "-infinity", "epoch", "now", "today", "2026-01-01 00:00:00+00 BC", "J2461042",
+                    "275760-09-13 00:00:00.001+00", "2026-01-01 00:00:00+05:30:15", "2026-01-01 00:00:00 Europe/Berlin"] {
+        store(refused);
+        let stored = control("bf_refused");
+        let err = error_of("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 5, 'bf_refused')")
+            .unwrap_or_else(|| panic!("{refused}: the backfill ran"));
+        assert!(err.starts_with("22000 runtime_sandbox: the backfill checkpoint in \"bf_refused\".control"), "{refused}: {err}");
+        assert!(err.contains(&format!("cursor.updatedAt {:?} is not a timestamp the application accepts", refused)), "{err}");
+        assert_eq!(control("bf_refused"), stored, "{refused}");
+        assert_eq!(int("SELECT count(*) FROM bf_refused.runtime_sandbox_operations"), 0, "{refused}");
+        // backfill_status shows it as it is; the dry run previews after it, as the application's preview does.
+        let status = text("SELECT s.phase FROM runtime_sandbox.backfill_status('bf_refused') s");
+        assert_eq!(status, "pending", "{refused}");
+    }
+    store("infinity");
+    let p = text("SELECT (p.phase, p.batches, p.scanned_attempts)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(true, 10, 1, 'bf_refused') p");
+    assert_eq!(p, "(pending,0,0)");
+    // Odd texts the application accepts resume as PostgreSQL reads them.
+    for accepted in ["Jan 1 2026", "2026-01-01T00:00:00Z", "2026-01-01 00:00:00.000000+00"] {
+        store(accepted);
+        let p = text("SELECT (p.phase, p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_refused') p");
+        assert_eq!(p, "(complete,1,)", "{accepted}");
+        run("TRUNCATE bf_refused.runtime_sandbox_operations");
+    }
+}
+
+/// The checkpoint's updatedAt is written in ISO style with every microsecond
+/// whatever the session's DateStyle, and a stored text is read as the
+/// application's session reads it (DateStyle ISO, MDY) whatever this
+/// session's DateStyle.
+#[pg_test]
+fn backfill_checkpoint_timestamps_do_not_depend_on_the_session_datestyle() {
+    ledger("bf_style");
+    for (i, at) in ["2026-01-02 03:04:05.123456+00", "2026-01-02 03:04:05.5+00", "2026-02-01 00:00:00+00"].iter().enumerate() {
+        attempt("bf_style", &format!("r{}", i + 1), 1, at, &format!("'[{}]'", daytona(&format!("s{i}"))));
+    }
+    run("SET LOCAL TimeZone = 'UTC'");
+    for style in ["SQL, DMY", "German", "Postgres, MDY", "ISO, YMD"] {
+        run(&format!("SET LOCAL DateStyle = '{style}'"));
+        run("DELETE FROM bf_style.control; TRUNCATE bf_style.runtime_sandbox_operations");
+        run("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_style')");
+        let stored = text("SELECT value #>> '{cursor,updatedAt}' FROM bf_style.control");
+        assert_eq!(stored, "2026-01-02 03:04:05.123456+00", "{style}");
+        run("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_style')");
+        assert_eq!(text("SELECT value #>> '{cursor,updatedAt}' FROM bf_style.control"), "2026-01-02 03:04:05.5+00", "{style}");
+    }
+    // Written by a session whose DateStyle said otherwise: 01/02 is January 2 to the application (MDY).
+    run("SET LOCAL DateStyle = 'SQL, DMY'");
+    run(r#"UPDATE bf_style.control SET value = '{"phase":"pending","cursor":{"updatedAt":"01/02/2026 03:04:05.123456 UTC","runId":"r1","attempt":1,"resourceOrdinal":1}}'"#);
+    let p = text("SELECT (p.scanned_attempts, (p.next_cursor).run_id)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_style') p");
+    assert_eq!(p, "(1,r2)");
+    run("RESET DateStyle");
+}
+
+/// Every statement of a call sees what earlier calls wrote, also within one
+/// SQL statement: the second call resumes from the first one's checkpoint.
+#[pg_test]
+fn backfill_calls_in_one_statement_resume_from_each_other() {
+    ledger("bf_same_statement");
+    for i in 1..=3 {
+        attempt("bf_same_statement", &format!("r{i}"), 1, &format!("2026-01-01 00:00:0{i}+00"), &format!("'[{}]'", daytona(&format!("s{i}"))));
+    }
+    let pages = text(
+        "SELECT string_agg(coalesce(((p).next_cursor).run_id, (p).phase), ',' ORDER BY g)
+         FROM (SELECT g, runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_same_statement') AS p
+               FROM generate_series(1, 4) AS g OFFSET 0) AS calls",
+    );
+    assert_eq!(pages, "r1,r2,r3,complete");
+    assert_eq!(int("SELECT count(*) FROM bf_same_statement.runtime_sandbox_operations"), 3);
 }
