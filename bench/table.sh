@@ -32,7 +32,7 @@ function checked(value, target,    op, limit) {
 }
 function row(name,    result, figure) {
   if (!(name in value)) {
-    printf "%-30s  %-22s  %-9s  %-7s  %s\n", name, "-", "-", "not run", "no BENCH line"
+    printf "%-30s  %-32s  %-9s  %-7s  %s\n", name, "-", "-", "not run", "no BENCH line"
     notrun++
     return
   }
@@ -43,7 +43,7 @@ function row(name,    result, figure) {
   # A script that judged otherwise than its own figure says so.
   if (said[name] != "" && said[name] != "-" && said[name] != result) { result = result "!"; disagree++ }
   figure = value[name] " " unit[name]
-  printf "%-30s  %-22s  %-9s  %-7s  %s\n", name, figure, target[name], result, detail[name]
+  printf "%-30s  %-32s  %-9s  %-7s  %s\n", name, figure, target[name], result, detail[name]
   shown[name] = 1
 }
 {
@@ -53,8 +53,8 @@ function row(name,    result, figure) {
   value[name] = $3; unit[name] = $4; target[name] = ($5 == "" ? "-" : $5); said[name] = $6; detail[name] = $7
 }
 END {
-  printf "%-30s  %-22s  %-9s  %-7s  %s\n", "benchmark", "figure", "target", "result", "detail"
-  printf "%-30s  %-22s  %-9s  %-7s  %s\n", "---------", "------", "------", "------", "------"
+  printf "%-30s  %-32s  %-9s  %-7s  %s\n", "benchmark", "figure", "target", "result", "detail"
+  printf "%-30s  %-32s  %-9s  %-7s  %s\n", "---------", "------", "------", "------", "------"
   n = split(expected, names, " ")
   for (i = 1; i <= n; i++) {
     if (names[i] ~ /\*$/) {
