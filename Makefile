@@ -16,8 +16,10 @@ PGTEST_FILTER ?=
 # `make test-regress REGRESS_FILTER=docs_` runs only the pg_regress tests whose names contain it.
 REGRESS_FILTER ?=
 PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
+# Where `make bench` keeps each benchmark's output and the table.
+BENCH_OUT   ?= target/bench
 
-.PHONY: setup build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-stock bench-reconcile bench-backfill clean
+.PHONY: setup build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill clean
 
 setup:
 	@scripts/setup.sh
@@ -72,11 +74,23 @@ demo: install
 demo-stop:
 	@scripts/cluster.sh stop $(DEMO_DIR)
 
-bench: bench-stock bench-reconcile bench-backfill
+## Every benchmark in the demo cluster, then one table of every figure with its target (bench/table.sh;
+## docs/benchmarks.md). Each script's whole output is kept in $(BENCH_OUT)/<name>.log, the table in table.txt.
+bench: install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill
+
+## The table of the last `make bench` again, from its logs.
+bench-table:
+	@bench/table.sh $(or $(wildcard $(BENCH_OUT)/*.log),/dev/null)
 
 bench-stock: install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/stock.sh "$(PSQL)"
+
+bench-managed: install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/managed.sh "$(PSQL)"
 
 bench-reconcile: install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)

@@ -10,5 +10,5 @@ SELECT coalesce((SELECT string_agg(e.id::text || '@' || e.xmin::text, ',' ORDER 
        || ' | ' ||
        coalesce((SELECT string_agg(b.id::text || '@' || b.xmin::text, ',' ORDER BY b.id)
                    FROM @app@.built_in_managed_resources AS b
-                  WHERE b.company_id = ANY ($1::uuid[])
-                    AND b.bundle_key = $2 AND b.resource_kind = $3 AND b.resource_key = $4), '')
+                   JOIN unnest($1::uuid[]) AS c(id) ON b.company_id = c.id
+                  WHERE b.bundle_key = $2 AND b.resource_kind = $3 AND b.resource_key = $4), '')

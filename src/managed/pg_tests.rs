@@ -356,6 +356,83 @@ fn managed_drift_reports_each_binding() {
 }
 
 #[pg_test]
+fn managed_drift_rows_come_by_company_and_latest_is_each_environments_newest_binding() {
+    const C0: &str = "00000000-0000-0000-0000-0000000000a0";
+    app("app_newest");
+    run(&format!("INSERT INTO app_newest.companies (id, name) VALUES ('{C0}', 'zero')"));
+    let r = reconcile("app_newest", "");
+    let current = r["stock_hash"].as_str().unwrap().to_owned();
+    let bindings = "app_newest.built_in_managed_resources";
+    // C1 still records the row's stock; C2 and C0 an older one. C2's binding is the newest.
+    run(&format!(
+        "UPDATE {bindings} SET id = CASE company_id WHEN '{C0}' THEN '00000000-0000-0000-0000-0000000000b3'::uuid
+                                                    WHEN '{C1}' THEN '00000000-0000-0000-0000-0000000000b1'::uuid
+                                                    ELSE '00000000-0000-0000-0000-0000000000b2'::uuid END,
+                             stock_hash = CASE company_id WHEN '{C1}' THEN stock_hash ELSE 'sha256:old' END,
+                             updated_at = CASE company_id WHEN '{C2}' THEN timestamptz '2026-01-03'
+                                                          WHEN '{C0}' THEN timestamptz '2026-01-02'
+                                                          ELSE timestamptz '2026-01-01' END"
+    ));
+    let drift = || {
+        value(
+            "SELECT jsonb_agg(jsonb_build_array(company_id, stock_status, binding_stock_hash))
+               FROM runtime_sandbox.managed_environment_drift('app_newest')",
+        )
+    };
+    // latest = C2's 'sha256:old' (newest updated_at): C1 still matches its binding, so an update is available.
+    assert_eq!(
+        drift(),
+        json!([
+            [C0, "operator_modified", "sha256:old"],
+            [C1, "stock_update_available", current],
+            [C2, "operator_modified", "sha256:old"],
+        ]),
+        "rows by company, latest from the newest binding"
+    );
+    // A tie on updated_at goes to the greater binding id: C0's (…b3), which records the row's stock.
+    run(&format!(
+        "UPDATE {bindings} SET updated_at = timestamptz '2026-01-03',
+                             stock_hash = CASE company_id WHEN '{C0}' THEN '{current}' ELSE stock_hash END
+          WHERE company_id IN ('{C0}', '{C2}')"
+    ));
+    assert_eq!(
+        drift(),
+        json!([[C0, "stock_current", current], [C1, "stock_current", current], [C2, "stock_current", "sha256:old"]]),
+        "latest from the tie's greater id"
+    );
+}
+
+#[pg_test]
+fn managed_the_oldest_binding_is_the_baseline_for_new_companies() {
+    const C3: &str = "00000000-0000-0000-0000-0000000000c3";
+    const C4: &str = "00000000-0000-0000-0000-0000000000c4";
+    app("app_oldest");
+    reconcile("app_oldest", "");
+    let bindings = "app_oldest.built_in_managed_resources";
+    // An operator edit, and two bindings that no longer match the row: the pass skips, and a
+    // company without a binding gets the baseline of the oldest binding (created_at, then id).
+    run("UPDATE app_oldest.environments SET config = '{\"edited\": true}'");
+    run(&format!(
+        "UPDATE {bindings} SET id = CASE company_id WHEN '{C1}' THEN '00000000-0000-0000-0000-0000000000b2'::uuid
+                                                    ELSE '00000000-0000-0000-0000-0000000000b1'::uuid END,
+                             stock_hash = 'sha256:' || company_id, stock_version = 'v-' || company_id,
+                             created_at = CASE company_id WHEN '{C1}' THEN timestamptz '2026-01-01'
+                                                          ELSE timestamptz '2026-01-02' END"
+    ));
+    run(&format!("INSERT INTO app_oldest.companies (id, name) VALUES ('{C3}', 'three')"));
+    assert_eq!(reconcile("app_oldest", "")["action"], "skipped");
+    let new_binding = |company: &str| {
+        value(&format!("SELECT jsonb_build_array(stock_version, stock_hash) FROM {bindings} WHERE company_id = '{company}'"))
+    };
+    assert_eq!(new_binding(C3), json!([format!("v-{C1}"), format!("sha256:{C1}")]), "C1's binding is the oldest");
+    // A tie on created_at goes to the smaller id: C2's (…b1).
+    run(&format!("UPDATE {bindings} SET created_at = timestamptz '2026-01-01'"));
+    run(&format!("INSERT INTO app_oldest.companies (id, name) VALUES ('{C4}', 'four')"));
+    assert_eq!(reconcile("app_oldest", "")["action"], "skipped");
+    assert_eq!(new_binding(C4), json!([format!("v-{C2}"), format!("sha256:{C2}")]), "the tie's smaller id");
+}
+
+#[pg_test]
 fn managed_install_is_idempotent_and_works_on_an_existing_schema() {
     run("SELECT runtime_sandbox.install_environment_tables('app_idem')");
     run("SELECT runtime_sandbox.install_environment_tables('app_idem')");

@@ -8,7 +8,8 @@ use super::vocabulary::{ARCHIVE_TOKEN_KEY, KUBERNETES_MARKER, MANAGED_BY_KEY, PR
 use crate::stock::canonical::locale_compare;
 use crate::stock::status::{resource_status, StockStatus};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 pub const ARCHIVED_ACTIVITY: &str = "environment.managed_provider_unavailable_archived";
 
@@ -43,7 +44,8 @@ pub struct Binding {
     pub resource_id: String,
     pub stock_version: Option<String>,
     pub stock_hash: String,
-    pub defaults: Value,
+    /// Shared: every company's binding usually records the same stock, read once.
+    pub defaults: Rc<Value>,
 }
 
 /// The seed's `sandboxRows.find(managed) ?? sandboxRows.find(same name)`.
@@ -67,7 +69,7 @@ pub fn metadata_keys(desired_metadata: &Object, bindings: &[Binding]) -> Vec<Str
     }
     desired_metadata.keys().for_each(|k| add(k));
     for binding in bindings {
-        if let Some(metadata) = js::clone_record(member(&binding.defaults, "metadata")) {
+        if let Some(Value::Object(metadata)) = member(&binding.defaults, "metadata") {
             metadata.keys().for_each(|k| add(k));
         }
     }
@@ -148,11 +150,12 @@ pub struct BindingWrite {
 
 /// `writeBindings`' target companies.
 pub fn binding_targets(company_ids: &[String], bindings: &[Binding], replace: bool) -> Vec<String> {
-    company_ids
-        .iter()
-        .filter(|c| replace || !bindings.iter().any(|b| &b.company_id == *c))
-        .cloned()
-        .collect()
+    if replace {
+        return company_ids.to_vec();
+    }
+    // A set, not a scan per company: every company has a binding in the common case.
+    let bound: HashSet<&str> = bindings.iter().map(|b| b.company_id.as_str()).collect();
+    company_ids.iter().filter(|c| !bound.contains(c.as_str())).cloned().collect()
 }
 
 /// A binding rewritten in place (archive / reactivation).
@@ -479,7 +482,7 @@ mod tests {
                     resource_id: env_id.into(),
                     stock_version: Some(w.stock_version.clone()),
                     stock_hash: w.stock_hash.clone(),
-                    defaults: w.defaults.clone(),
+                    defaults: Rc::new(w.defaults.clone()),
                 };
                 match self.bindings.iter_mut().find(|b| b.company_id == company) {
                     Some(existing) if w.replace => *existing = fresh,
@@ -519,7 +522,7 @@ mod tests {
                         for rh in &r.bindings {
                             let b = self.bindings.iter_mut().find(|b| b.id == rh.binding_id).unwrap();
                             b.stock_hash = rh.stock_hash.clone();
-                            b.defaults = rh.defaults.clone();
+                            b.defaults = Rc::new(rh.defaults.clone());
                         }
                     }
                     let bindings = bindings.clone();
@@ -552,7 +555,7 @@ mod tests {
             for rh in rehashed {
                 let b = self.bindings.iter_mut().find(|b| b.id == rh.binding_id).unwrap();
                 b.stock_hash = rh.stock_hash;
-                b.defaults = rh.defaults;
+                b.defaults = Rc::new(rh.defaults);
             }
             true
         }
@@ -624,7 +627,7 @@ mod tests {
         let b = &w.bindings[0];
         assert_eq!(b.defaults["status"], json!("archived"));
         assert_eq!(b.defaults[ARCHIVE_TOKEN_KEY], json!("t1"));
-        let mut without_token = b.defaults.clone();
+        let mut without_token = (*b.defaults).clone();
         without_token.as_object_mut().unwrap().remove(ARCHIVE_TOKEN_KEY);
         assert_eq!(b.stock_hash, js::stock_hash(&without_token), "token excluded from the hash");
 
@@ -707,7 +710,7 @@ mod tests {
             resource_id: "tenant".into(),
             stock_version: None,
             stock_hash: "sha256:older".into(),
-            defaults: json!({}),
+            defaults: json!({}).into(),
         };
         let r = decide(&row, Some("tenant"), &pfm, std::slice::from_ref(&binding), &keys);
         assert_eq!((r.action(), r.stock_status), ("updated", StockStatus::StockUpdateAvailable));
@@ -738,7 +741,7 @@ mod tests {
             resource_id: "managed".into(),
             stock_version: None,
             stock_hash: "x".into(),
-            defaults: json!({}),
+            defaults: json!({}).into(),
         };
         let r = decide(&row, Some("someone-else"), &pfm, &[b], &keys);
         let Plan::Update { environment, .. } = r.plan else { panic!() };
@@ -753,7 +756,7 @@ mod tests {
             resource_id: "e".into(),
             stock_version: None,
             stock_hash: "h".into(),
-            defaults: json!({"metadata": {"legacyKey": 1, "Zeta": 2}}),
+            defaults: json!({"metadata": {"legacyKey": 1, "Zeta": 2}}).into(),
         };
         let d = want("S", "p", "{}");
         let keys = metadata_keys(&d.metadata, &[b]);
@@ -806,7 +809,7 @@ mod tests {
         // A binding (of any company) that recorded `owner` in its stock makes it a managed key.
         let mut other = w.bindings[0].clone();
         other.company_id = "c9".into();
-        other.defaults = json!({"metadata": {"owner": null}});
+        other.defaults = json!({"metadata": {"owner": null}}).into();
         let bindings = vec![w.bindings[0].clone(), other];
         assert_eq!(drift(&bindings, &[true, false], &row)[0].stock_status, StockStatus::OperatorModified);
     }
@@ -827,7 +830,7 @@ mod tests {
             resource_id: "elsewhere".into(),
             stock_version: None,
             stock_hash: "h".into(),
-            defaults: json!({}),
+            defaults: json!({}).into(),
         };
         let companies = vec!["c1".to_string(), "c2".to_string()];
         assert_eq!(binding_targets(&companies, std::slice::from_ref(&b), false), ["c2"]);
@@ -961,7 +964,7 @@ mod javascript_parity {
                     resource_id: "other".into(),
                     stock_version: None,
                     stock_hash: "h".into(),
-                    defaults: b["defaultsJson"].clone(),
+                    defaults: b["defaultsJson"].clone().into(),
                 })
                 .collect();
             let row = &case["row"];

@@ -12,12 +12,18 @@ use crate::args::{schema_name, ArgError, SchemaName};
 use crate::error::{Error, Kind, OrRaise};
 use crate::pg_types::{JsonbText, Name};
 use crate::stock::status::StockStatus;
-use pgrx::datum::DatumWithOid;
+use pgrx::callconv::{BoxRet, FcInfo};
+use pgrx::datum::{Datum, DatumWithOid};
+use pgrx::pgrx_sql_entity_graph::metadata::{
+    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
+};
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 use pgrx::spi::{self, SpiHeapTupleData};
-use pgrx::{AllocatedByRust, PgSqlErrorCode, PgTryBuilder};
+use pgrx::{AllocatedByRust, FromDatum, IntoDatum, PgSqlErrorCode, PgTryBuilder};
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
 
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
@@ -101,7 +107,7 @@ impl App {
         &self,
         template: &str,
         args: &[DatumWithOid<'_>],
-        read: impl Fn(&SpiHeapTupleData<'_>) -> spi::Result<T>,
+        mut read: impl FnMut(&SpiHeapTupleData<'_>) -> spi::Result<T>,
     ) -> Vec<T> {
         let query = self.sql(template);
         Spi::connect_mut(|client| {
@@ -140,15 +146,32 @@ impl App {
         })
     }
 
-    /// A row of `built_in_managed_resources` (id, company, resource, version, hash, defaults).
-    fn binding(&self, row: &SpiHeapTupleData<'_>) -> spi::Result<Binding> {
+    /// A row of `built_in_managed_resources` (id, company, resource, version,
+    /// hash, defaults). Every company's binding usually records the same stock,
+    /// so each distinct `defaults_json` text is read once per call (`seen`).
+    fn binding(
+        &self,
+        row: &SpiHeapTupleData<'_>,
+        seen: &mut HashMap<String, Rc<serde_json::Value>>,
+    ) -> spi::Result<Binding> {
+        let defaults = match row.get::<String>(6)? {
+            Some(text) => match seen.get(&text) {
+                Some(value) => value.clone(),
+                None => {
+                    let value = Rc::new(self.json_column("built_in_managed_resources.defaults_json", Some(text.clone())));
+                    seen.insert(text, value.clone());
+                    value
+                }
+            },
+            None => Rc::new(serde_json::Value::Null),
+        };
         Ok(Binding {
             id: row.get::<String>(1)?.unwrap_or_default(),
             company_id: row.get::<String>(2)?.unwrap_or_default(),
             resource_id: row.get::<String>(3)?.unwrap_or_default(),
             stock_version: row.get::<String>(4)?,
             stock_hash: row.get::<String>(5)?.unwrap_or_default(),
-            defaults: self.json_column("built_in_managed_resources.defaults_json", row.get::<String>(6)?),
+            defaults,
         })
     }
 
@@ -173,13 +196,21 @@ impl App {
             return Vec::new();
         }
         let args: [DatumWithOid; 5] = [
-            company_ids.to_vec().into(),
+            uuids(company_ids).into(),
             vocabulary::BUNDLE_KEY.into(),
             vocabulary::RESOURCE_KIND.into(),
             vocabulary::RESOURCE_KEY.into(),
             resource_id.map(str::to_owned).into(),
         ];
-        self.rows(sql!("bindings.sql"), &args, |row| self.binding(row))
+        let mut seen = HashMap::new();
+        let mut rows =
+            self.rows(sql!("bindings.sql"), &args, |row| Ok((timestamp(row, 7)?, self.binding(row, &mut seen)?)));
+        // Oldest first: created_at (NULLs last, as ORDER BY puts them), then id
+        // (uuid text sorts as the uuid). Sorted here, not by the query: its rows are wide.
+        rows.sort_unstable_by(|(a_at, a), (b_at, b)| {
+            a_at.is_none().cmp(&b_at.is_none()).then(a_at.cmp(b_at)).then_with(|| a.id.cmp(&b.id))
+        });
+        rows.into_iter().map(|(_, binding)| binding).collect()
     }
 
     /// (id, driver) of the row holding `name`.
@@ -203,7 +234,7 @@ impl App {
         }
         let query = self.sql(sql!("decision_inputs.sql"));
         let args: [DatumWithOid; 5] = [
-            company_ids.to_vec().into(),
+            uuids(company_ids).into(),
             vocabulary::BUNDLE_KEY.into(),
             vocabulary::RESOURCE_KIND.into(),
             vocabulary::RESOURCE_KEY.into(),
@@ -231,7 +262,7 @@ impl App {
             return;
         }
         let args: [DatumWithOid; 8] = [
-            targets.into(),
+            uuids(&targets).into(),
             vocabulary::BUNDLE_KEY.into(),
             vocabulary::RESOURCE_KIND.into(),
             vocabulary::RESOURCE_KEY.into(),
@@ -456,7 +487,7 @@ fn reconcile_managed_environment(
         r.provider_reactivated.into(),
         r.tracking_initialized.into(),
         activity.into(),
-        r.company_ids.into(),
+        uuids(&r.company_ids).into(),
     ];
     result_row(sql!("reconciliation_row.sql"), &args)
 }
@@ -535,29 +566,116 @@ fn install_environment_tables(app_schema: default!(Name, "'public'")) {
 /// the reconciler's own key set, stock object and status rules (`rules::drift`).
 #[pg_extern(stable, parallel_restricted, requires = ["managed_types"])]
 #[search_path(pg_catalog, pg_temp)]
-fn managed_environment_drift(
-    app_schema: default!(Option<Name>, "'public'"),
-) -> SetOfIterator<'static, pgrx::composite_type!('static, "runtime_sandbox.managed_environment_drift")> {
+fn managed_environment_drift(app_schema: default!(Option<Name>, "'public'")) -> SetOfIterator<'static, DriftRow> {
     let app = App::open(app_schema);
     let slot: [DatumWithOid; 3] =
         [vocabulary::BUNDLE_KEY.into(), vocabulary::RESOURCE_KIND.into(), vocabulary::RESOURCE_KEY.into()];
-    let (bindings, newest): (Vec<Binding>, Vec<bool>) = app
-        .rows(sql!("drift_bindings.sql"), &slot, |row| Ok((app.binding(row)?, row.get::<bool>(7)?.unwrap_or(false))))
-        .into_iter()
-        .unzip();
+    let mut seen = HashMap::new();
+    let mut rows =
+        app.rows(sql!("drift_bindings.sql"), &slot, |row| Ok((timestamp(row, 7)?, app.binding(row, &mut seen)?)));
+    // The report's order: company, then binding id (uuid text sorts as the uuid).
+    rows.sort_unstable_by(|(_, a), (_, b)| a.company_id.cmp(&b.company_id).then_with(|| a.id.cmp(&b.id)));
+    // Each environment's newest binding (updated_at DESC with NULLs first, as
+    // ORDER BY puts them, then id DESC): its stock hash is "latest" for all of them.
+    let mut newest_of: HashMap<&str, usize> = HashMap::new();
+    let newer = |(a_at, a): &(Option<i64>, Binding), (b_at, b): &(Option<i64>, Binding)| {
+        (a_at.is_none(), *a_at, &a.id) > (b_at.is_none(), *b_at, &b.id)
+    };
+    for (i, row) in rows.iter().enumerate() {
+        let slot = newest_of.entry(row.1.resource_id.as_str()).or_insert(i);
+        if newer(row, &rows[*slot]) {
+            *slot = i;
+        }
+    }
+    let mut newest = vec![false; rows.len()];
+    newest_of.values().for_each(|&i| newest[i] = true);
+    let bindings: Vec<Binding> = rows.into_iter().map(|(_, binding)| binding).collect();
     let mut ids: Vec<String> = bindings.iter().map(|b| b.resource_id.clone()).collect();
     ids.sort_unstable();
     ids.dedup();
     let environments = app.rows(sql!("environments.sql"), &[ids.into()], |row| app.environment(row));
     let report = rules::drift(&bindings, &newest, &environments);
     let args: [DatumWithOid; 5] = [
-        report.iter().map(|d| d.company_id.clone()).collect::<Vec<_>>().into(),
-        report.iter().map(|d| d.environment_id.clone()).collect::<Vec<_>>().into(),
+        uuids(report.iter().map(|d| &d.company_id)).into(),
+        uuids(report.iter().map(|d| &d.environment_id)).into(),
         report.iter().map(|d| d.binding_stock_hash.clone()).collect::<Vec<_>>().into(),
         report.iter().map(|d| d.current_hash.clone()).collect::<Vec<Option<String>>>().into(),
         report.iter().map(|d| d.stock_status.as_str().to_owned()).collect::<Vec<_>>().into(),
     ];
-    let rows: Vec<Row> =
-        app.rows(sql!("drift_rows.sql"), &args, |row| row.get::<Row>(1)).into_iter().flatten().collect();
+    let rows: Vec<DriftRow> =
+        app.rows(sql!("drift_rows.sql"), &args, |row| row.get::<DriftRow>(1)).into_iter().flatten().collect();
     SetOfIterator::new(rows)
+}
+
+/// Ids read as `uuid::text`, handed back as uuids: an array of thousands of
+/// ids in text was parsed again (`uuid_in`) while each query was planned.
+fn uuids<'a>(ids: impl IntoIterator<Item = &'a String>) -> Vec<pgrx::Uuid> {
+    ids.into_iter().map(|id| uuid(id)).collect()
+}
+
+fn uuid(text: &str) -> pgrx::Uuid {
+    let mut bytes = [0u8; 16];
+    let mut digits = text.bytes().filter(|&b| b != b'-').map(|b| (b as char).to_digit(16));
+    for byte in &mut bytes {
+        match (digits.next().flatten(), digits.next().flatten()) {
+            (Some(high), Some(low)) => *byte = (high << 4 | low) as u8,
+            _ => failed("reading an id", format!("{text:?} is not a uuid")),
+        }
+    }
+    if digits.next().is_some() {
+        failed("reading an id", format!("{text:?} is not a uuid"));
+    }
+    pgrx::Uuid::from_bytes(bytes)
+}
+
+/// A timestamptz column as PostgreSQL's microseconds (ordered as the values,
+/// infinities included).
+fn timestamp(row: &SpiHeapTupleData<'_>, ordinal: usize) -> spi::Result<Option<i64>> {
+    Ok(row.get::<TimestampWithTimeZone>(ordinal)?.map(TimestampWithTimeZone::into_inner))
+}
+
+/// A `runtime_sandbox.managed_environment_drift` row: the composite datum the
+/// query built, copied out of SPI's memory. Not a `PgHeapTuple`: each of those
+/// pins the row type's descriptor until it is returned, and the resource owner
+/// slows down quadratically with thousands of pins of one descriptor (drift of
+/// 10,000 bindings spent most of its time there).
+struct DriftRow(pg_sys::Datum);
+
+impl FromDatum for DriftRow {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
+        // SAFETY: a non-null composite datum from the query; copied (a varlena)
+        // into the current memory context, which pgrx's SPI `get` sets to the
+        // one the result must live in.
+        (!is_null).then(|| DriftRow(pg_sys::Datum::from(unsafe { pg_sys::pg_detoast_datum_copy(datum.cast_mut_ptr()) })))
+    }
+}
+
+impl IntoDatum for DriftRow {
+    fn into_datum(self) -> Option<pg_sys::Datum> {
+        Some(self.0)
+    }
+
+    fn type_oid() -> pg_sys::Oid {
+        pg_sys::RECORDOID
+    }
+
+    /// Read only from drift_rows.sql, whose one column is this row type.
+    fn is_compatible_with(_: pg_sys::Oid) -> bool {
+        true
+    }
+}
+
+unsafe impl BoxRet for DriftRow {
+    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
+        // SAFETY: the live call's fcinfo; the datum is a row of the declared result type.
+        unsafe { fcinfo.return_raw_datum(self.0) }
+    }
+}
+
+unsafe impl SqlTranslatable for DriftRow {
+    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(DriftRow);
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Err(ArgumentError::NotValidAsArgument("DriftRow"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> =
+        Ok(ReturnsRef::One(SqlMappingRef::literal("runtime_sandbox.managed_environment_drift")));
 }

@@ -9,31 +9,117 @@
 //! (ICU, en-US), so keys that collate equal keep that `Object.keys` order.
 
 use super::json::{self, Value};
-use icu_collator::options::CollatorOptions;
+use icu_collator::options::{CollatorOptions, Strength};
 use icu_collator::{Collator, CollatorBorrowed};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
 pub use super::json::ParseError;
 
+/// `localeCompare` with no arguments: the en-US tailoring (which is root),
+/// tertiary strength unless told otherwise, punctuation not ignored.
+fn en_us_collator(strength: Option<Strength>) -> CollatorBorrowed<'static> {
+    let mut options = CollatorOptions::default();
+    options.strength = strength;
+    Collator::try_new(icu_locale_core::locale!("en-US").into(), options)
+        .expect("compiled ICU4X collation data for en-US")
+}
+
 fn collator() -> &'static CollatorBorrowed<'static> {
     static COLLATOR: OnceLock<CollatorBorrowed<'static>> = OnceLock::new();
-    COLLATOR.get_or_init(|| {
-        // `localeCompare` with no arguments: the en-US tailoring (which is root),
-        // tertiary strength, punctuation not ignored.
-        Collator::try_new(icu_locale_core::locale!("en-US").into(), CollatorOptions::default())
-            .expect("compiled ICU4X collation data for en-US")
-    })
+    COLLATOR.get_or_init(|| en_us_collator(None))
 }
 
 /// `String.prototype.localeCompare` in en-US, as a Rust ordering.
 pub fn locale_compare(left: &str, right: &str) -> Ordering {
+    match printable_ascii_weights() {
+        Some(weights) if is_printable_ascii(left) && is_printable_ascii(right) => weights.compare(left, right),
+        _ => icu_compare(left, right),
+    }
+}
+
+/// The collator itself, whatever the text.
+fn icu_compare(left: &str, right: &str) -> Ordering {
     collator().compare(left, right)
+}
+
+fn is_printable_ascii(s: &str) -> bool {
+    s.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
+/// Most keys are printable ASCII (U+0020..U+007E), and there the collator
+/// gives each character exactly one weight per level: a primary (punctuation
+/// < digits < letters, `a` = `A`), no secondary difference, and a tertiary
+/// that only tells case apart. So two such strings compare as their primary
+/// sequences, then (all primaries equal) their tertiary sequences: a table
+/// lookup per byte instead of the collator's element iteration, which was
+/// most of the time of a document whose key lists are all new. The table is
+/// read from the collator at first use; `javascript_parity` and the property
+/// tests below check it against the collator and Node.
+struct AsciiWeights {
+    primary: [u8; 128],
+    tertiary: [u8; 128],
+}
+
+impl AsciiWeights {
+    fn compare(&self, left: &str, right: &str) -> Ordering {
+        let (l, r) = (left.as_bytes(), right.as_bytes());
+        for (&a, &b) in l.iter().zip(r) {
+            let (pa, pb) = (self.primary[a as usize], self.primary[b as usize]);
+            if pa != pb {
+                return pa.cmp(&pb);
+            }
+        }
+        // A proper prefix sorts first; equal lengths go on to case.
+        l.len().cmp(&r.len()).then_with(|| {
+            l.iter()
+                .zip(r)
+                .map(|(&a, &b)| self.tertiary[a as usize].cmp(&self.tertiary[b as usize]))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        })
+    }
+
+    /// Ranks read from the collator; None (the collator everywhere) should a
+    /// future collation give printable ASCII characters that tie, or differ at
+    /// the secondary level, where the per-level model would not hold.
+    fn from_collator() -> Option<AsciiWeights> {
+        let (primary, secondary, full) =
+            (en_us_collator(Some(Strength::Primary)), en_us_collator(Some(Strength::Secondary)), collator());
+        let text = |b: u8| char::from(b).to_string();
+        let mut chars: Vec<u8> = (0x20..0x7f).collect();
+        chars.sort_by(|a, b| full.compare(&text(*a), &text(*b)));
+        let mut weights = AsciiWeights { primary: [0; 128], tertiary: [0; 128] };
+        let (mut rank, mut case) = (0u8, 0u8);
+        for pair in chars.windows(2) {
+            let (a, b) = (text(pair[0]), text(pair[1]));
+            if full.compare(&a, &b) != Ordering::Less {
+                return None;
+            }
+            if primary.compare(&a, &b) == Ordering::Equal {
+                if secondary.compare(&a, &b) != Ordering::Equal {
+                    return None;
+                }
+                case += 1;
+            } else {
+                (rank, case) = (rank + 1, 0);
+            }
+            weights.primary[pair[1] as usize] = rank;
+            weights.tertiary[pair[1] as usize] = case;
+        }
+        Some(weights)
+    }
+}
+
+fn printable_ascii_weights() -> Option<&'static AsciiWeights> {
+    static WEIGHTS: OnceLock<Option<AsciiWeights>> = OnceLock::new();
+    WEIGHTS.get_or_init(AsciiWeights::from_collator).as_ref()
 }
 
 /// Distinct keys sorted as `Object.keys(x).sort((a, b) => a.localeCompare(b))` would.
@@ -88,9 +174,13 @@ fn object_keys_order(a: &str, b: &str) -> Ordering {
         (Some(x), Some(y)) => x.cmp(&y),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
-        // jsonb's own key order: length first, then bytes.
-        (None, None) => a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes())),
+        (None, None) => jsonb_key_order(a, b),
     }
+}
+
+/// jsonb's own key order: length first, then bytes.
+fn jsonb_key_order(a: &str, b: &str) -> Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes()))
 }
 
 fn write_value(value: &Value<'_>, out: &mut String) {
@@ -132,21 +222,59 @@ fn write_value(value: &Value<'_>, out: &mut String) {
 /// members as they arrived: duplicates resolved to the last one (JSON.parse),
 /// `Object.keys` order, then a stable `localeCompare` sort.
 pub fn member_order<K: AsRef<str>>(keys: &[K]) -> Vec<u32> {
-    let mut order: Vec<u32> = Vec::with_capacity(keys.len());
-    for (index, key) in keys.iter().enumerate() {
-        match order.iter_mut().find(|i| keys[**i as usize].as_ref() == key.as_ref()) {
-            Some(slot) => *slot = index as u32,
-            None => order.push(index as u32),
-        }
-    }
-    order.sort_by(|a, b| object_keys_order(keys[*a as usize].as_ref(), keys[*b as usize].as_ref()));
-    order.sort_by(|a, b| locale_compare(keys[*a as usize].as_ref(), keys[*b as usize].as_ref()));
+    let mut order = Vec::with_capacity(keys.len());
+    member_order_into(keys.len(), |i| keys[i].as_ref(), &mut order);
     order
 }
 
-/// Documents in one table share a few shapes, and collation is most of the
-/// cost, so each backend remembers the order for the key lists it has seen.
+/// `member_order` of the `count` keys `key(0..count)`, written into `order`.
+fn member_order_into<'k>(count: usize, key: impl Fn(usize) -> &'k str, order: &mut Vec<u32>) {
+    order.clear();
+    if (1..count).all(|i| jsonb_key_order(key(i - 1), key(i)) == Ordering::Less) {
+        // Strictly in jsonb's order (as jsonb stores them): no duplicates.
+        order.extend(0..count as u32);
+    } else if count <= 16 {
+        for index in 0..count {
+            match order.iter_mut().find(|i| key(**i as usize) == key(index)) {
+                Some(slot) => *slot = index as u32,
+                None => order.push(index as u32),
+            }
+        }
+    } else {
+        let mut last: HashMap<&str, u32> = HashMap::with_capacity(count);
+        for index in 0..count {
+            last.insert(key(index), index as u32);
+        }
+        order.extend(last.into_values());
+    }
+    // A stable localeCompare sort of the Object.keys order is one sort by
+    // localeCompare, then Object.keys order (a total order on distinct keys).
+    let printable = printable_ascii_weights().filter(|_| (0..count).all(|i| is_printable_ascii(key(i))));
+    let then_object_keys = |a: &str, b: &str, locale: Ordering| locale.then_with(|| object_keys_order(a, b));
+    match printable {
+        Some(weights) => order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (key(a as usize), key(b as usize));
+            then_object_keys(a, b, weights.compare(a, b))
+        }),
+        None => order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (key(a as usize), key(b as usize));
+            then_object_keys(a, b, icu_compare(a, b))
+        }),
+    }
+}
+
+/// Documents in one table share a few shapes, so each backend remembers the
+/// order of the key lists it has seen twice (a list seen once, as in documents
+/// keyed by user data, is sorted and forgotten: caching it would cost more than
+/// the sort, and would push the shared shapes out). Bounded, so a backend
+/// hashing millions of distinct key lists stays small: at most
+/// `ORDER_CACHE_ENTRIES` lists and `ORDER_CACHE_BYTES` of keys and orders (then
+/// it starts over), `SEEN_SLOTS` hashes of lists seen once, and a list longer
+/// than `ORDER_CACHE_MAX_SIGNATURE` bytes is sorted every time and never copied.
 const ORDER_CACHE_ENTRIES: usize = 4096;
+const ORDER_CACHE_BYTES: usize = 4 << 20;
+const ORDER_CACHE_MAX_SIGNATURE: usize = 16 << 10;
+const SEEN_SLOTS: usize = 4096;
 
 /// A multiply-rotate hash (as rustc's FxHash): the signatures are short and
 /// not attacker-chosen in a way that matters (a collision costs a compare).
@@ -175,42 +303,90 @@ impl SignatureHasher {
     }
 }
 
-type OrderCache = HashMap<Vec<u8>, Rc<[u32]>, std::hash::BuildHasherDefault<SignatureHasher>>;
+type OrderCache = HashMap<Box<[u8]>, Rc<[u32]>, std::hash::BuildHasherDefault<SignatureHasher>>;
 
-/// Per backend: remembered orders, and the buffer a signature is built in
-/// (reused, so a cache hit allocates nothing).
+/// Per backend: remembered orders, the bytes they hold, the hashes of lists
+/// seen once (direct-mapped), and the buffers a signature and a new order are
+/// built in (reused: a hit allocates nothing).
 #[derive(Default)]
 struct OrderMemo {
     orders: OrderCache,
+    bytes: usize,
+    seen: Vec<u64>,
     signature: Vec<u8>,
+    scratch: Vec<u32>,
+}
+
+/// An order from the cache, or one sorted for this object only.
+enum Order {
+    Cached(Rc<[u32]>),
+    Sorted(Vec<u32>),
 }
 
 thread_local! {
     static ORDER_MEMO: RefCell<OrderMemo> = RefCell::new(OrderMemo::default());
 }
 
+/// What the calling thread's order cache holds: (key lists, bytes of keys and
+/// orders, capacity of the signature buffer).
+pub fn order_cache_footprint() -> (usize, usize, usize) {
+    ORDER_MEMO.with(|memo| {
+        let memo = memo.borrow();
+        (memo.orders.len(), memo.bytes, memo.signature.capacity())
+    })
+}
+
 fn with_member_order<R>(members: &[(Cow<'_, str>, Value<'_>)], f: impl FnOnce(&[u32]) -> R) -> R {
+    // The key list, length-prefixed so no two lists share a signature.
+    let signature_len: usize = members.iter().map(|(key, _)| 4 + key.len()).sum();
+    let key = |i: usize| members[i].0.as_ref();
+    if signature_len > ORDER_CACHE_MAX_SIGNATURE {
+        let mut order = Vec::with_capacity(members.len());
+        member_order_into(members.len(), key, &mut order);
+        return f(&order);
+    }
     let order = ORDER_MEMO.with(|memo| {
         let memo = &mut *memo.borrow_mut();
-        // The key list, length-prefixed so no two lists share a signature.
         memo.signature.clear();
         for (key, _) in members {
             memo.signature.extend_from_slice(&(key.len() as u32).to_le_bytes());
             memo.signature.extend_from_slice(key.as_bytes());
         }
         if let Some(order) = memo.orders.get(memo.signature.as_slice()) {
-            return order.clone();
+            return Order::Cached(order.clone());
         }
-        let keys: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
-        let order: Rc<[u32]> = member_order(&keys).into();
-        if memo.orders.len() >= ORDER_CACHE_ENTRIES {
+        let mut scratch = std::mem::take(&mut memo.scratch);
+        member_order_into(members.len(), key, &mut scratch);
+        let hash = memo.orders.hasher().hash_one(memo.signature.as_slice());
+        if memo.seen.is_empty() {
+            memo.seen = vec![0; SEEN_SLOTS];
+        }
+        let seen = &mut memo.seen[hash as usize % SEEN_SLOTS];
+        if *seen != hash {
+            *seen = hash;
+            return Order::Sorted(scratch);
+        }
+        let order: Rc<[u32]> = scratch.as_slice().into();
+        memo.scratch = scratch;
+        let size = signature_len + 4 * order.len();
+        if memo.orders.len() >= ORDER_CACHE_ENTRIES || memo.bytes + size > ORDER_CACHE_BYTES {
             memo.orders.clear();
+            memo.bytes = 0;
         }
-        memo.orders.insert(memo.signature.clone(), order.clone());
-        order
+        memo.orders.insert(memo.signature.as_slice().into(), order.clone());
+        memo.bytes += size;
+        Order::Cached(order)
     });
     // The borrow is released: nested objects look their own order up.
-    f(&order)
+    match order {
+        Order::Cached(order) => f(&order),
+        Order::Sorted(scratch) => {
+            let result = f(&scratch);
+            // The buffer goes back for the next object (nested ones took their own).
+            ORDER_MEMO.with(|memo| memo.borrow_mut().scratch = scratch);
+            result
+        }
+    }
 }
 
 /// `JSON.stringify(Number(text))`.
@@ -382,6 +558,188 @@ mod tests {
     #[test]
     fn duplicate_keys_keep_the_last() {
         assert_eq!(canon(r#"{"a":1,"a":2}"#), r#"{"a":2}"#);
+    }
+}
+
+#[cfg(test)]
+mod printable_ascii {
+    //! The table comparison of printable-ASCII keys against the collator itself.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn printable() -> Vec<String> {
+        (0x20u8..0x7f).map(|b| char::from(b).to_string()).collect()
+    }
+
+    #[test]
+    fn the_table_is_read_from_the_collator() {
+        assert!(printable_ascii_weights().is_some(), "en-US collation of printable ASCII fits the per-level model");
+    }
+
+    #[test]
+    fn every_string_of_up_to_two_characters_sorts_as_the_collator_sorts_it() {
+        let one = printable();
+        let mut all: Vec<String> = one.clone();
+        for a in &one {
+            for b in &one {
+                all.push(format!("{a}{b}"));
+            }
+        }
+        all.push(String::new());
+        let mut by_table = all.clone();
+        by_table.sort_by(|a, b| locale_compare(a, b));
+        let mut by_icu = all;
+        by_icu.sort_by(|a, b| icu_compare(a, b));
+        assert_eq!(by_table, by_icu);
+        // Neighbours agree exactly (a sort alone would not see a table tie the collator breaks).
+        for pair in by_icu.windows(2) {
+            assert_eq!(locale_compare(&pair[0], &pair[1]), icu_compare(&pair[0], &pair[1]), "{pair:?}");
+            assert_eq!(locale_compare(&pair[1], &pair[0]), icu_compare(&pair[1], &pair[0]), "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn case_and_punctuation_traps() {
+        for (a, b) in [
+            ("a", "A"), ("ab", "aB"), ("aB", "Ab"), ("AB", "ab"), ("a_b", "a-b"), ("a-b", "ab"), ("co-op", "coop"),
+            ("a", "a "), ("a ", "a!"), ("1", "10"), ("10", "9"), ("Zeta", "alpha"), ("_x", "$y"), ("$y", "1"),
+            ("managedByPaperclip", "managedKubernetesSandbox"), ("x_1", "x1"), ("X", "x_"), ("abc", "ABD"),
+        ] {
+            assert_eq!(locale_compare(a, b), icu_compare(a, b), "{a:?} vs {b:?}");
+            assert_eq!(locale_compare(b, a), icu_compare(b, a), "{b:?} vs {a:?}");
+        }
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ -~]{0,12}",
+            "[aAbB_ -]{0,8}",
+            "(managed|Managed|_paperclip|x-|X_|1|01)[a-cA-C0-9_.-]{0,6}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #[test]
+        fn the_table_agrees_with_the_collator(a in key(), b in key()) {
+            prop_assert_eq!(locale_compare(&a, &b), icu_compare(&a, &b), "{:?} vs {:?}", a, b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod member_order_reference {
+    //! `member_order` against the rule as first written: dedupe keeping the
+    //! last, sort by Object.keys order, then a stable sort by the collator.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(keys: &[String]) -> Vec<u32> {
+        let mut order: Vec<u32> = Vec::new();
+        for (index, key) in keys.iter().enumerate() {
+            match order.iter_mut().find(|i| keys[**i as usize] == *key) {
+                Some(slot) => *slot = index as u32,
+                None => order.push(index as u32),
+            }
+        }
+        order.sort_by(|a, b| object_keys_order(&keys[*a as usize], &keys[*b as usize]));
+        order.sort_by(|a, b| icu_compare(&keys[*a as usize], &keys[*b as usize]));
+        order
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "1", "01", "10", "9", "4294967294", "4294967295", "a", "A", "a\u{1}", "a_b", "a-b", "é", "e\u{301}",
+                "", " ", "ß", "ss", "z\u{1}", "z", "1\u{1}",
+            ])
+            .prop_map(str::to_string),
+            "[ -~]{0,6}",
+            "[aA1_-]{1,3}",
+            "\\PC{0,3}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3_000))]
+        #[test]
+        fn member_order_is_the_reference_rule(mut keys in prop::collection::vec(key(), 0..40), jsonb in any::<bool>()) {
+            if jsonb {
+                // As jsonb stores an object: distinct keys, shorter first, then bytewise.
+                keys.sort_by(|a, b| jsonb_key_order(a, b));
+                keys.dedup();
+            }
+            prop_assert_eq!(member_order(&keys), reference(&keys), "{:?}", keys);
+        }
+    }
+}
+
+#[cfg(test)]
+mod order_cache {
+    //! The per-backend order cache stays bounded and right.
+
+    use super::*;
+
+    fn object(keys: &[String]) -> Vec<(Cow<'_, str>, Value<'_>)> {
+        keys.iter().map(|k| (Cow::Borrowed(k.as_str()), Value::Null)).collect()
+    }
+
+    #[test]
+    fn a_list_is_remembered_the_second_time_it_is_seen() {
+        let keys = ["b".to_string(), "a".to_string()];
+        let members = object(&keys);
+        assert_eq!(with_member_order(&members, |o| o.to_vec()), vec![1, 0]);
+        assert_eq!(order_cache_footprint().0, 0, "seen once: sorted and forgotten");
+        assert_eq!(with_member_order(&members, |o| o.to_vec()), vec![1, 0]);
+        assert_eq!(order_cache_footprint().0, 1, "seen twice: remembered");
+        assert_eq!(with_member_order(&members, |o| o.to_vec()), vec![1, 0]);
+        assert_eq!(order_cache_footprint().0, 1);
+    }
+
+    #[test]
+    fn a_million_distinct_key_lists_stay_within_the_bound() {
+        let mut most = (0, 0, 0);
+        for i in 0..1_000_000u32 {
+            let keys = [format!("label-{i}"), "Owner".to_string(), format!("{}", i % 977)];
+            let members = object(&keys);
+            // Each list twice, so each is cached: the worst case for memory.
+            for _ in 0..2 {
+                let order = with_member_order(&members, |order| order.to_vec());
+                if i % 99_991 == 0 {
+                    assert_eq!(order, member_order(&keys), "order of {keys:?}");
+                }
+            }
+            let (entries, bytes, buffer) = order_cache_footprint();
+            most = (most.0.max(entries), most.1.max(bytes), most.2.max(buffer));
+        }
+        assert_eq!(most.0, ORDER_CACHE_ENTRIES, "{most:?}");
+        assert!(most.1 <= ORDER_CACHE_BYTES, "{most:?}");
+        assert!(most.2 <= 64, "{most:?}");
+        // A shape seen again after the cache started over is still ordered right.
+        let keys = ["b".to_string(), "A".to_string(), "a".to_string()];
+        assert_eq!(with_member_order(&object(&keys), |o| o.to_vec()), vec![2, 1, 0]);
+    }
+
+    #[test]
+    fn large_key_lists_are_never_copied_into_the_cache() {
+        let keys = [format!("{}b", "k".repeat(ORDER_CACHE_MAX_SIGNATURE)), "a".to_string()];
+        for _ in 0..3 {
+            assert_eq!(with_member_order(&object(&keys), |o| o.to_vec()), vec![1, 0]);
+        }
+        assert_eq!(order_cache_footprint(), (0, 0, 0));
+        // Bytes are bounded too: lists near the size limit start the cache over before 4 MiB.
+        let mut most = 0;
+        for i in 0..1_000 {
+            let keys = [format!("{i}{}", "k".repeat(ORDER_CACHE_MAX_SIGNATURE - 32)), "a".to_string()];
+            with_member_order(&object(&keys), |_| ());
+            with_member_order(&object(&keys), |_| ());
+            let (entries, bytes, _) = order_cache_footprint();
+            assert!(bytes <= ORDER_CACHE_BYTES && entries < 300, "{entries} lists, {bytes} bytes");
+            most = most.max(entries);
+        }
+        assert!(most > 200, "the cache filled to its byte bound ({most} lists)");
     }
 }
 
