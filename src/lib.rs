@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 
 pub mod args;
 pub mod fast_hash;
+pub mod jsonb;
 pub mod pg_types;
 pub mod error;
 mod shell;

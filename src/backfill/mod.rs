@@ -1,8 +1,8 @@
 //! Backfill paging: builds runtime_sandbox_operations from attempt JSON, one keyset page at a time.
 //!
 //! The pure core holds the rules: `page` (which attempts and resources make
-//! a page, which resources win), `resources` (what an attempt's JSON holds),
-//! `json_text`, `cursor`, `checkpoint`, `js_date` (what the application
+//! a page, which resources win), `resources` (what an attempt's JSON holds,
+//! read in place with `crate::jsonb`), `cursor`, `checkpoint`, `js_date` (what the application
 //! accepts), `progress`. `shell` is the only file with pgrx types: the SQL
 //! functions and their SPI statements (`sql/backfill/`). The migration
 //! procedure is PL/pgSQL (`sql/backfill/procedure.sql`): only a procedure can
@@ -11,7 +11,6 @@
 pub mod checkpoint;
 pub mod cursor;
 pub mod js_date;
-pub mod json_text;
 pub mod page;
 pub mod progress;
 pub mod resources;

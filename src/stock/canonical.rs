@@ -8,7 +8,8 @@
 //! bytewise). `stableJson` then stable-sorts those keys with `localeCompare`
 //! (ICU, en-US), so keys that collate equal keep that `Object.keys` order.
 
-use super::json::{self, Value};
+use super::json;
+use crate::jsonb::Value;
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
 use sha2::{Digest, Sha256};

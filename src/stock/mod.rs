@@ -4,8 +4,14 @@
 
 pub mod canonical;
 pub mod json;
-pub mod jsonb_binary;
 pub mod status;
+
+// moved to crate::jsonb; re-exported until reconcile imports it from there
+pub mod jsonb_binary {
+    pub use crate::jsonb::{Container, DecodeError, Item, Kind};
+    #[cfg(test)]
+    pub use crate::jsonb::encode::encode;
+}
 
 mod shell;
 

@@ -1,9 +1,9 @@
 //! The pgrx shell of the stock hashes: thin SQL wrappers over the pure core.
 
+use super::canonical;
 use super::status::{self, StockStatus};
-use super::json::MAX_DEPTH;
-use super::{canonical, jsonb_binary};
 use crate::error::{Error, Kind};
+use crate::jsonb::{self, DecodeError, MAX_DEPTH};
 use crate::pg_types::JsonbBytes;
 use pgrx::callconv::{BoxRet, FcInfo};
 use pgrx::datum::Datum;
@@ -13,13 +13,13 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
 use pgrx::prelude::*;
 
 fn canonical_text(doc: &JsonbBytes) -> String {
-    match jsonb_binary::decode(doc.as_bytes()) {
+    match jsonb::decode(doc.as_bytes()) {
         Ok(value) => canonical::stable_json_value(&value, doc.as_bytes().len() + 64),
-        Err(e) if e.0 == "string is not UTF-8" => Error::new(Kind::NotUtf8, "cannot hash a jsonb string that is not UTF-8")
+        Err(e) if e == DecodeError::NOT_UTF8 => Error::new(Kind::NotUtf8, "cannot hash a jsonb string that is not UTF-8")
             .detail(e.to_string())
             .hint("Stock hashes are the application's, over UTF-8 JSON: use a database with encoding UTF8.")
             .raise(),
-        Err(e) if e.0 == "nesting too deep" => {
+        Err(e) if e == DecodeError::TOO_DEEP => {
             Error::new(Kind::LimitExceeded, format!("invalid argument value: nested more than {MAX_DEPTH} levels deep"))
                 .hint("Stock documents are hashed by a recursive reader with a bounded stack.")
                 .raise()
