@@ -9,11 +9,13 @@ use pgrx::prelude::*;
 ::pgrx::pg_module_magic!();
 
 pub mod args;
+pub mod error;
 pub mod fast_hash;
 pub mod jsonb;
-pub mod pg_types;
-pub mod error;
-mod shell;
+pub mod shell;
+
+// moved to crate::shell::types; re-exported until reconcile and ledger import it from there
+pub use shell::types as pg_types;
 
 pub mod backfill;
 pub mod ledger;

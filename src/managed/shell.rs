@@ -8,9 +8,10 @@ use super::input::{self, Desired, ReconcileArgs};
 use super::js;
 use super::rules::{self, Binding, BindingRehash, BindingWrite, Environment, Plan};
 use super::vocabulary;
-use crate::args::{schema_name, ArgError, SchemaName};
-use crate::error::{Error, Kind, OrRaise};
-use crate::pg_types::{JsonbText, Name};
+use crate::args::{schema_name, SchemaName};
+use crate::error::{Error, Kind};
+use crate::shell::types::{JsonbText, Name};
+use crate::shell::{OrRaise, Raise};
 use crate::stock::status::StockStatus;
 use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys::panic::CaughtError;
@@ -74,13 +75,13 @@ struct App {
 
 impl App {
     fn open(app_schema: Option<Name>) -> App {
-        let Some(value) = app_schema else { Error::from(ArgError::new("app_schema", "must not be null")).raise() };
+        let Some(value) = app_schema else { Error::argument("app_schema", "must not be null").raise() };
         let schema = schema_name("app_schema", value.as_str()).or_raise();
         let install = format!("SELECT runtime_sandbox.install_environment_tables('{}')", schema.name);
         let (exists, missing) = Spi::get_two_with_args::<bool, String>(sql!("missing_tables.sql"), &[schema.name.as_str().into()])
             .unwrap_or_else(|e| failed("checking app_schema", e));
         if exists != Some(true) {
-            Error::from(ArgError::new("app_schema", format!("schema {:?} does not exist", schema.name)))
+            Error::argument("app_schema", format!("schema {:?} does not exist", schema.name))
                 .hint(format!("{install} creates it with the application's tables."))
                 .raise();
         }
@@ -476,8 +477,8 @@ fn archive_managed_environment(
     app_schema: default!(Option<Name>, "'public'"),
 ) -> pgrx::composite_type!('static, "runtime_sandbox.managed_environment_archive") {
     let provider = match provider {
-        None => Error::from(ArgError::new("provider", "must not be null")).raise(),
-        Some(p) if p.is_empty() => Error::from(ArgError::new("provider", "must not be empty")).raise(),
+        None => Error::argument("provider", "must not be null").raise(),
+        Some(p) if p.is_empty() => Error::argument("provider", "must not be empty").raise(),
         Some(p) => p,
     };
     let app = App::open(app_schema);

@@ -4,7 +4,8 @@ use super::canonical;
 use super::status::{self, StockStatus};
 use crate::error::{Error, Kind};
 use crate::jsonb::{self, DecodeError, MAX_DEPTH};
-use crate::pg_types::JsonbBytes;
+use crate::shell::types::JsonbBytes;
+use crate::shell::Raise;
 use pgrx::callconv::{BoxRet, FcInfo};
 use pgrx::datum::Datum;
 use pgrx::pgrx_sql_entity_graph::metadata::{
