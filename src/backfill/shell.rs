@@ -13,10 +13,12 @@ use super::js_date::date_parse_accepts;
 use super::page::{After, Attempt, AttemptKey, FetchFrom, Page, Rules, Scan};
 use super::progress::{clamp_max_batches, phase_after_page, run_lock_key, run_max_batches, Totals};
 use super::resources::{self, Field, InsertMode, Resource};
-use crate::args::{self, ArgError, SchemaName};
+use crate::args::{self, SchemaName};
+use crate::error::{Error, Kind};
 use crate::fast_hash::{FastMap, FastSet};
-use crate::pg_types::{JsonbBytes, Name};
-use crate::shell::{check, existing_schema, raise_arg};
+use crate::shell::spi::ledger_missing;
+use crate::shell::types::{JsonbBytes, Name};
+use crate::shell::{OrRaise, Raise};
 use pgrx::datum::{DatumWithOid, Interval};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
@@ -204,13 +206,17 @@ fn timestamps(values: impl Iterator<Item = i64>) -> DatumWithOid<'static> {
 // Arguments
 
 fn required<T>(argument: &'static str, value: Option<T>) -> T {
-    value.unwrap_or_else(|| raise_arg(ArgError::new(argument, "must not be NULL")))
+    value.unwrap_or_else(|| Error::argument(argument, "must not be NULL").raise())
 }
+
+/// What the backfill does with the ledger's tables (the DETAIL when they are missing).
+const LEDGER_USE: &str = "The backfill reads attempts and runs, inserts into runtime_sandbox_operations and keeps its \
+                          checkpoint in control.";
 
 /// The ledger schema must exist and hold the tables the backfill uses.
 fn ledger(ledger_schema: Option<Name>) -> SchemaName {
     let name = required("ledger_schema", ledger_schema);
-    let schema = check(args::schema_name("ledger_schema", name.as_str()));
+    let schema = args::schema_name("ledger_schema", name.as_str()).or_raise();
     // One kept statement per call (the procedure calls once per page); the
     // schema's existence is asked only to name what is missing.
     let missing = Spi::connect_mut(|client| {
@@ -220,32 +226,28 @@ fn ledger(ledger_schema: Option<Name>) -> SchemaName {
         table.first().get_one::<String>().unwrap_or_else(|e| error!("runtime_sandbox: checking ledger tables failed: {e}"))
     });
     if let Some(missing) = missing {
-        existing_schema("ledger_schema", name.as_str());
-        raise_arg(ArgError::new(
-            "ledger_schema",
-            format!("schema {:?} has no {missing} table (run runtime_sandbox.install_ledger first)", schema.name),
-        ));
+        ledger_missing("ledger_schema", &schema, &missing, LEDGER_USE);
     }
     schema
 }
 
 fn page_limit(batch_size: Option<i32>) -> usize {
-    check(args::batch_size(required("batch_size", batch_size))) as usize
+    args::batch_size(required("batch_size", batch_size)).or_raise() as usize
 }
 
 /// The `after` argument of the single-page functions: every field set, and a
 /// cursor the application accepts (its `Date.parse` of the timestamp's text).
 fn after_position(after: Option<PgHeapTuple<'_, AllocatedByRust>>) -> Option<After> {
     let after = after?;
-    let field_error = |e| -> ! { raise_arg(ArgError::new("after", format!("is not a backfill_cursor: {e}"))) };
+    let field_error = |e| -> ! { Error::argument("after", format!("is not a backfill_cursor: {e}")).raise() };
     let updated_at = after.get_by_name::<pgrx::datum::TimestampWithTimeZone>("updated_at").unwrap_or_else(|e| field_error(e));
     let run_id = after.get_by_name::<String>("run_id").unwrap_or_else(|e| field_error(e));
     let attempt = after.get_by_name::<i32>("attempt").unwrap_or_else(|e| field_error(e));
     let ordinal = after.get_by_name::<i32>("resource_ordinal").unwrap_or_else(|e| field_error(e));
-    let cursor = check(after_argument(updated_at.map(i64::from), run_id, attempt, ordinal));
+    let cursor = after_argument(updated_at.map(i64::from), run_id, attempt, ordinal).or_raise();
     let text = iso_timestamp(cursor.updated_at);
     if !date_parse_accepts(&text) {
-        raise_arg(ArgError::new("after", format!("updated_at {text} is not a timestamp the application accepts")));
+        Error::argument("after", format!("updated_at {text} is not a timestamp the application accepts")).raise();
     }
     Some(position(&cursor))
 }
@@ -656,17 +658,13 @@ fn read_checkpoint(ledger: &SchemaName) -> Checkpoint {
 }
 
 fn checkpoint_error(ledger: &SchemaName, reason: String) -> ! {
-    ereport!(
-        PgLogLevel::ERROR,
-        PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-        format!(
-            "runtime_sandbox: the backfill checkpoint in {}.control (key {}) is unusable: {reason}",
-            ledger.quoted,
-            checkpoint::CONTROL_KEY
-        ),
-        "Fix the value, or delete the row to restart the backfill from the oldest attempt."
-    );
-    unreachable!("ereport(ERROR) does not return")
+    Error::new(
+        Kind::UnusableStoredValue,
+        format!("the backfill checkpoint in {}.control (key {}) is unusable: {reason}", ledger.quoted, checkpoint::CONTROL_KEY),
+    )
+    .detail("The backfill resumes from its checkpoint as the application does, and stops where the application would.")
+    .hint("Fix the value, or delete the row to restart the backfill from the oldest attempt.")
+    .raise()
 }
 
 /// A stored cursor as a page position, its timestamp read as the application reads it.
@@ -829,10 +827,10 @@ fn backfill_run_lock_key(
     ledger_schema: Option<Name>,
 ) -> i64 {
     page_limit(batch_size);
-    check(run_max_batches(max_batches));
+    run_max_batches(max_batches).or_raise();
     let pause = required("pause", pause);
     if pause.is_negative() {
-        raise_arg(ArgError::new("pause", "must not be negative"));
+        Error::argument("pause", "must not be negative").raise();
     }
     let ledger = ledger(ledger_schema);
     run_lock_key(&ledger.name)
