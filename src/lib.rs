@@ -23,9 +23,9 @@ pub mod managed;
 pub mod reconcile;
 pub mod stock;
 
-extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
-extension_sql_file!("../sql/stock_status.sql", name = "stock_status", requires = ["schema"]);
-extension_sql_file!("../sql/comments_stock.sql", name = "comments_stock", requires = [stable_json, stock_hash, managed_resource_status, "stock_status"]);
+extension_sql_file!("../sql/extension/schema.sql", name = "schema", bootstrap);
+extension_sql_file!("../sql/extension/stock_types.sql", name = "stock_status", requires = ["schema"]);
+extension_sql_file!("../sql/extension/stock_api.sql", name = "comments_stock", requires = [stable_json, stock_hash, managed_resource_status, "stock_status"]);
 extension_sql_file!("../sql/ledger/api.sql", name = "ledger_api", requires = [install_ledger]);
 
 /// Required by `cargo pgrx test`.

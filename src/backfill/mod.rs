@@ -4,8 +4,8 @@
 //! a page, which resources win), `resources` (what an attempt's JSON holds,
 //! read in place with `crate::jsonb`), `cursor`, `checkpoint`, `js_date` (what the application
 //! accepts), `progress`. `shell` is the only file with pgrx types: the SQL
-//! functions and their SPI statements (`sql/backfill/`). The migration
-//! procedure is PL/pgSQL (`sql/backfill/procedure.sql`): only a procedure can
+//! functions and their SPI statements (`sql/queries/backfill/`). The migration
+//! procedure is PL/pgSQL (`sql/extension/backfill_procedure.sql`): only a procedure can
 //! COMMIT per page.
 
 pub mod checkpoint;
@@ -19,9 +19,9 @@ mod shell;
 
 use pgrx::prelude::*;
 
-extension_sql_file!("../../sql/backfill/types.sql", name = "backfill_types", requires = ["schema"]);
+extension_sql_file!("../../sql/extension/backfill_types.sql", name = "backfill_types", requires = ["schema"]);
 extension_sql_file!(
-    "../../sql/backfill/procedure.sql",
+    "../../sql/extension/backfill_procedure.sql",
     name = "backfill_procedure",
     requires = [
         "backfill_types",

@@ -2,7 +2,7 @@
 //! kept plan each), and the conversions between datums and the pure core.
 //!
 //! Every entry point runs the same page (`page.rs`): the shell fetches the
-//! attempts (`sql/backfill/page_attempts.sql`), reads their resources in place
+//! attempts (`sql/queries/backfill/page_attempts.sql`), reads their resources in place
 //! (`resources.rs`), and then, per entry point, inserts the winners
 //! (`insert_operations.sql`), or asks which of them exist already
 //! (`existing_identities.sql`), and builds the result row.
@@ -31,16 +31,16 @@ use std::panic::AssertUnwindSafe;
 
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
-const LEDGER_TABLES: &str = include_str!("../../sql/backfill/ledger_tables.sql");
-const PAGE_ATTEMPTS: &str = include_str!("../../sql/backfill/page_attempts.sql");
-const RESOURCE_FIELDS: &str = include_str!("../../sql/backfill/resource_fields.sql");
-const INSERT_OPERATIONS: &str = include_str!("../../sql/backfill/insert_operations.sql");
-const EXISTING_IDENTITIES: &str = include_str!("../../sql/backfill/existing_identities.sql");
-const PAGE_ROW: &str = include_str!("../../sql/backfill/page_row.sql");
-const PROGRESS_ROW: &str = include_str!("../../sql/backfill/progress_row.sql");
-const READ_CHECKPOINT: &str = include_str!("../../sql/backfill/read_checkpoint.sql");
-const WRITE_CHECKPOINT: &str = include_str!("../../sql/backfill/write_checkpoint.sql");
-const STATUS: &str = include_str!("../../sql/backfill/status.sql");
+const LEDGER_TABLES: &str = include_str!("../../sql/queries/backfill/missing_ledger_tables.sql");
+const PAGE_ATTEMPTS: &str = include_str!("../../sql/queries/backfill/page_attempts.sql");
+const RESOURCE_FIELDS: &str = include_str!("../../sql/queries/backfill/resource_fields.sql");
+const INSERT_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_operations.sql");
+const EXISTING_IDENTITIES: &str = include_str!("../../sql/queries/backfill/existing_identities.sql");
+const PAGE_ROW: &str = include_str!("../../sql/queries/backfill/page_row.sql");
+const PROGRESS_ROW: &str = include_str!("../../sql/queries/backfill/progress_row.sql");
+const READ_CHECKPOINT: &str = include_str!("../../sql/queries/backfill/read_checkpoint.sql");
+const WRITE_CHECKPOINT: &str = include_str!("../../sql/queries/backfill/write_checkpoint.sql");
+const STATUS: &str = include_str!("../../sql/queries/backfill/status.sql");
 
 // ---------------------------------------------------------------------------
 // Statements and rows

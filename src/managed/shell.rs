@@ -1,6 +1,6 @@
 //! The pgrx shell of managed environments: validate, lock and read over SPI,
 //! ask the pure core (`rules`), write its answer. Every statement is in
-//! `sql/managed/` with `@app@` replaced by the validated, quoted app_schema.
+//! `sql/queries/managed/` with `@app@` replaced by the validated, quoted app_schema.
 //! Errors are `crate::error` kinds: 22023 arguments, 42P01 missing tables,
 //! 23505 a name held by a non-sandbox row, 40001 a concurrent change (retry).
 
@@ -24,7 +24,7 @@ type Row = PgHeapTuple<'static, AllocatedByRust>;
 
 macro_rules! sql {
     ($file:literal) => {
-        include_str!(concat!("../../sql/managed/", $file))
+        include_str!(concat!("../../sql/queries/managed/", $file))
     };
 }
 
@@ -528,7 +528,7 @@ fn install_environment_tables(app_schema: default!(Name, "'public'")) {
         Spi::run(&format!("CREATE SCHEMA {}", schema.quoted))
             .unwrap_or_else(|e| failed(&format!("creating schema {}", schema.name), e));
     }
-    Spi::run(&sql!("install.sql").replace("@app@", &schema.quoted))
+    Spi::run(&include_str!("../../sql/ddl/environment_tables.sql").replace("@app@", &schema.quoted))
         .unwrap_or_else(|e| failed(&format!("install_environment_tables({})", schema.name), e));
 }
 

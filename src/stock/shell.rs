@@ -56,7 +56,7 @@ fn managed_resource_status(
 }
 
 /// A `runtime_sandbox.managed_stock_status` result (the enum type is created in
-/// `sql/stock_status.sql`). An enum value is its label's OID, passed by value.
+/// `sql/extension/stock_types.sql`). An enum value is its label's OID, passed by value.
 struct StatusLabel(StockStatus);
 
 unsafe impl SqlTranslatable for StatusLabel {
