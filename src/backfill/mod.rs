@@ -21,10 +21,9 @@ use pgrx::prelude::*;
 
 extension_sql_file!("../../sql/extension/backfill_types.sql", name = "backfill_types", requires = ["schema"]);
 extension_sql_file!(
-    "../../sql/extension/backfill_procedure.sql",
-    name = "backfill_procedure",
+    "../../sql/extension/backfill_api.sql",
+    name = "backfill_api",
     requires = [
-        "backfill_types",
         backfill_sandbox_operations,
         preview_sandbox_operation_backfill,
         advance_sandbox_operation_backfill,
@@ -33,6 +32,11 @@ extension_sql_file!(
         backfill_run_lock,
         backfill_run_unlock
     ]
+);
+extension_sql_file!(
+    "../../sql/extension/backfill_procedure.sql",
+    name = "backfill_procedure",
+    requires = ["backfill_types", advance_sandbox_operation_backfill, backfill_run_lock_key, backfill_run_lock, backfill_run_unlock]
 );
 
 #[cfg(feature = "pg_test")]
