@@ -2,10 +2,12 @@
 //! kept plan each), and the conversions between datums and the pure core.
 //!
 //! Every entry point runs the same page (`page.rs`): the shell fetches the
-//! attempts (`sql/queries/backfill/page_attempts.sql`), reads their resources in place
-//! (`resources.rs`), and then, per entry point, inserts the winners
-//! (`insert_operations.sql`), or asks which of them exist already
-//! (`existing_identities.sql`), and builds the result row.
+//! attempts (`sql/queries/backfill/attempts_*.sql`), reads their resources in
+//! place (`resources.rs`), and then, per entry point, inserts the winners
+//! (`insert_new_operations.sql`, else `insert_operations.sql`), or asks which
+//! of them exist already (`existing_identities.sql`), and builds the result row.
+//! The statements name the ledger by `@ledger@` (the validated, quoted schema);
+//! the attempts' fetch size is the literal `@fetch@` (one kept plan per size).
 
 use super::checkpoint::{self, Checkpoint, Phase};
 use super::cursor::{after_argument, Cursor};
@@ -32,15 +34,19 @@ use std::panic::AssertUnwindSafe;
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
 const LEDGER_TABLES: &str = include_str!("../../sql/queries/backfill/missing_ledger_tables.sql");
-const PAGE_ATTEMPTS: &str = include_str!("../../sql/queries/backfill/page_attempts.sql");
+const ATTEMPTS_FROM_START: &str = include_str!("../../sql/queries/backfill/attempts_from_start.sql");
+const ATTEMPTS_FROM_CURSOR: &str = include_str!("../../sql/queries/backfill/attempts_from_cursor.sql");
+const ATTEMPTS_AFTER: &str = include_str!("../../sql/queries/backfill/attempts_after.sql");
 const RESOURCE_FIELDS: &str = include_str!("../../sql/queries/backfill/resource_fields.sql");
 const INSERT_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_operations.sql");
+const INSERT_NEW_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_new_operations.sql");
 const EXISTING_IDENTITIES: &str = include_str!("../../sql/queries/backfill/existing_identities.sql");
 const PAGE_ROW: &str = include_str!("../../sql/queries/backfill/page_row.sql");
 const PROGRESS_ROW: &str = include_str!("../../sql/queries/backfill/progress_row.sql");
 const READ_CHECKPOINT: &str = include_str!("../../sql/queries/backfill/read_checkpoint.sql");
 const WRITE_CHECKPOINT: &str = include_str!("../../sql/queries/backfill/write_checkpoint.sql");
-const STATUS: &str = include_str!("../../sql/queries/backfill/status.sql");
+const STATUS_WITHOUT_CURSOR: &str = include_str!("../../sql/queries/backfill/status_without_cursor.sql");
+const STATUS_AFTER_CURSOR: &str = include_str!("../../sql/queries/backfill/status_after_cursor.sql");
 
 // ---------------------------------------------------------------------------
 // Statements and rows
@@ -335,15 +341,12 @@ fn read_timestamp(ledger: &SchemaName, text: &str) -> i64 {
 
 /// Fetch the next attempts (the kept plan per ledger, keyset kind and fetch size).
 fn fetch_attempts(client: &mut SpiClient<'_>, ledger: &SchemaName, from: &FetchFrom, fetch: i64) -> Rows {
-    let (keyset, key) = match from {
-        FetchFrom::Start => ("", None),
-        FetchFrom::AtOrAfter(key) => ("AND (attempt.updated_at, attempt.run_id, attempt.attempt) >= ($1, $2, $3)", Some(key)),
-        FetchFrom::After(key) => ("AND (attempt.updated_at, attempt.run_id, attempt.attempt) > ($1, $2, $3)", Some(key)),
+    let (statement, key) = match from {
+        FetchFrom::Start => (ATTEMPTS_FROM_START, None),
+        FetchFrom::AtOrAfter(key) => (ATTEMPTS_FROM_CURSOR, Some(key)),
+        FetchFrom::After(key) => (ATTEMPTS_AFTER, Some(key)),
     };
-    let sql = PAGE_ATTEMPTS
-        .replace("@after@", keyset)
-        .replace("@fetch@", &fetch.to_string())
-        .replace("@ledger@", &ledger.quoted);
+    let sql = statement.replace("@fetch@", &fetch.to_string()).replace("@ledger@", &ledger.quoted);
     let args: Vec<DatumWithOid<'static>> = match key {
         None => Vec::new(),
         Some(key) => vec![timestamptz_arg(Some(key.updated_at)), text_arg(Some(&key.run_id)), key.attempt.into()],
@@ -432,9 +435,9 @@ struct Inserted {
 }
 
 /// Insert the page's winners as live operations; existing operations are never changed.
-fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, winners: &[usize], returning: bool) -> Inserted {
+fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, winners: &[usize], with_keys: bool) -> Inserted {
     if winners.is_empty() {
-        return Inserted { count: 0, keys: returning.then(FastSet::default) };
+        return Inserted { count: 0, keys: with_keys.then(FastSet::default) };
     }
     let items: Vec<_> = winners.iter().map(|&i| page.item(i)).collect();
     let keys: Vec<Vec<u8>> = items.iter().map(|item| item.resource.operation_key()).collect();
@@ -451,12 +454,12 @@ fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, 
     ];
     let all = winners.len() as i64;
     if INSERT_MODE.with(Cell::get).optimistic() {
-        if let Some(inserted) = insert_without_conflicts(client, ledger, &args, returning) {
+        if let Some(inserted) = insert_without_conflicts(client, ledger, &args, with_keys) {
             return inserted;
         }
         INSERT_MODE.with(|m| m.set(InsertMode::after_conflict()));
     }
-    let inserted = run_insert(client, ledger, Insert::OnConflictDoNothing, &args, returning);
+    let inserted = run_insert(client, ledger, Insert::OnConflictDoNothing, &args, with_keys);
     INSERT_MODE.with(|m| m.set(m.get().after_page(inserted.count == all)));
     inserted
 }
@@ -466,20 +469,17 @@ fn run_insert(
     ledger: &SchemaName,
     insert: Insert,
     args: &[DatumWithOid<'static>],
-    returning: bool,
+    with_keys: bool,
 ) -> Inserted {
-    let on_conflict = match insert {
-        Insert::OnConflictDoNothing => "ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING",
-        Insert::Plain => "",
+    let statement = match insert {
+        Insert::OnConflictDoNothing => INSERT_OPERATIONS,
+        Insert::Plain => INSERT_NEW_OPERATIONS,
     };
-    let sql = INSERT_OPERATIONS
-        .replace("@on_conflict@", on_conflict)
-        .replace("@returning@", if returning { "RETURNING operation_key" } else { "" })
-        .replace("@ledger@", &ledger.quoted);
+    let sql = statement.replace("@ledger@", &ledger.quoted);
     run_kept(client, &sql, args, &|e| page_failed(ledger, e));
     // SAFETY: SPI_processed of the INSERT just run.
     let count = unsafe { pg_sys::SPI_processed } as i64;
-    let keys = returning.then(|| {
+    let keys = with_keys.then(|| {
         let rows = Rows::of_last_statement();
         (0..rows.count).map(|row| rows.bytes(row, 1).expect("operation_key is NOT NULL").to_vec()).collect()
     });
@@ -495,7 +495,7 @@ fn insert_without_conflicts(
     client: &mut SpiClient<'_>,
     ledger: &SchemaName,
     args: &[DatumWithOid<'static>],
-    returning: bool,
+    with_keys: bool,
 ) -> Option<Inserted> {
     // As PL/pgSQL runs a block with an EXCEPTION clause (pl_exec.c).
     // SAFETY: the subtransaction is begun here and released or rolled back on every path below.
@@ -515,7 +515,7 @@ fn insert_without_conflicts(
         pg_sys::CurrentResourceOwner = owner;
     };
     PgTryBuilder::new(AssertUnwindSafe(|| {
-        let inserted = run_insert(client, ledger, Insert::Plain, args, returning);
+        let inserted = run_insert(client, ledger, Insert::Plain, args, with_keys);
         end(true);
         Some(inserted)
     }))
@@ -803,11 +803,14 @@ fn backfill_status(
     let after = stored
         .cursor
         .map(|c| stored_position(&ledger, c.to_position().unwrap_or_else(|e| checkpoint_error(&ledger, e))));
-    let condition = if after.is_some() { "AND (attempt.updated_at, attempt.run_id, attempt.attempt) > ($1, $2, $3)" } else { "" };
-    let sql = STATUS.replace("@after_attempt@", condition).replace("@ledger@", &ledger.quoted);
+    let (statement, args) = match &after {
+        Some(after) => (STATUS_AFTER_CURSOR, Vec::from(next_cursor_args(Some(after)))),
+        None => (STATUS_WITHOUT_CURSOR, Vec::new()),
+    };
+    let sql = statement.replace("@ledger@", &ledger.quoted);
     let (cursor, remaining) = Spi::connect_mut(|client| {
         let fail = |e: String| error!("runtime_sandbox: backfill status on {} failed: {e}", ledger.name);
-        let table = run_kept(client, &sql, &next_cursor_args(after.as_ref()), &fail);
+        let table = run_kept(client, &sql, &args, &fail);
         table.first().get_two::<Row, i64>().unwrap_or_else(|e| raise(&fail, e))
     });
     TableIterator::once((Phase::Pending.as_str().to_owned(), cursor, remaining.unwrap_or(0)))
