@@ -11,6 +11,7 @@ use super::vocabulary;
 use crate::args::{schema_name, SchemaName};
 use crate::error::{Error, Kind};
 use crate::shell::types::{JsonbText, Name};
+use crate::shell::spi::schema_exists;
 use crate::shell::{OrRaise, Raise};
 use crate::stock::status::StockStatus;
 use pgrx::datum::DatumWithOid;
@@ -493,7 +494,7 @@ fn archive_managed_environment(
         app.require_current_snapshot(&company_ids, None);
         let row = rules::archive_target(&rows, &provider)?;
         let bindings = app.bindings(&company_ids, Some(&row.id));
-        let token = Spi::get_one::<String>("SELECT pg_catalog.gen_random_uuid()::text")
+        let token = Spi::get_one::<String>(sql!("archive_token.sql"))
             .unwrap_or_else(|e| failed("gen_random_uuid", e))
             .unwrap_or_default();
         let (metadata, rehashed) = rules::archive(row, &bindings, &token);
@@ -518,14 +519,8 @@ fn archive_managed_environment(
 #[search_path(pg_catalog, pg_temp)]
 fn install_environment_tables(app_schema: default!(Name, "'public'")) {
     let schema = schema_name("app_schema", app_schema.as_str()).or_raise();
-    let exists = Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
-        &[schema.name.as_str().into()],
-    )
-    .unwrap_or_else(|e| failed("checking app_schema", e))
-    .unwrap_or(false);
-    if !exists {
-        Spi::run(&format!("CREATE SCHEMA {}", schema.quoted))
+    if !schema_exists(&schema.name) {
+        Spi::run(&include_str!("../../sql/ddl/app_schema.sql").replace("@app@", &schema.quoted))
             .unwrap_or_else(|e| failed(&format!("creating schema {}", schema.name), e));
     }
     Spi::run(&include_str!("../../sql/ddl/environment_tables.sql").replace("@app@", &schema.quoted))

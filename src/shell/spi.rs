@@ -7,10 +7,7 @@ use pgrx::prelude::*;
 
 /// Whether a schema of this name exists (`false` when the look-up fails).
 pub fn schema_exists(name: &str) -> bool {
-    Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)",
-        &[name.into()],
-    )
+    Spi::get_one_with_args::<bool>(include_str!("../../sql/queries/shell/schema_exists.sql"), &[name.into()])
     .unwrap_or(Some(false))
     .unwrap_or(false)
 }
