@@ -552,6 +552,17 @@ mod javascript_parity {
         }
 
         #[test]
+        fn the_binary_reader_hashes_as_the_text_reader(doc in document()) {
+            // What stock_hash reads (jsonb's binary container) against what the
+            // application parses (jsonb_out's text): the same canonical text.
+            let mut text = String::new();
+            jsonb_text(&doc, &mut text);
+            let binary = crate::jsonb::encode::encode(&doc);
+            let decoded = crate::jsonb::decode(&binary).unwrap();
+            prop_assert_eq!(stable_json_value(&decoded, binary.len()), stable_json(&text).unwrap());
+        }
+
+        #[test]
         fn canonical_text_is_a_fixed_point(doc in document()) {
             let mut text = String::new();
             jsonb_text(&doc, &mut text);
