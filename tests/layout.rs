@@ -3,7 +3,8 @@
 //!   (`extension_sql_file!`, the pg tests' module), `pg_tests.rs`, `src/shell/` and
 //!   `lib.rs` may name pgrx;
 //! - no import cycles between modules (a file's `use crate::…`, `use super::…`
-//!   and `crate::…` paths, module level);
+//!   and `crate::…` paths, module level), and the shared modules (`args`,
+//!   `error`, `fast_hash`, `jsonb`, `shell`) import no capability;
 //! - unit tests inline (`#[cfg(test)] mod tests`), no `#[path]`, and `include!`
 //!   only for `pg_tests.rs`;
 //! - SQL by what it is: `sql/extension/` (what `extension_sql_file!` loads),
@@ -183,6 +184,14 @@ fn no_import_cycles() {
         }
     }
     assert!(!graph["crate::backfill::shell"].is_empty(), "the graph reads the imports");
+    // What every capability shares imports no capability.
+    let shared = ["crate::args", "crate::error", "crate::fast_hash", "crate::jsonb", "crate::shell"];
+    let upward: Vec<String> = capabilities
+        .iter()
+        .filter(|(from, _)| shared.contains(&from.as_str()))
+        .flat_map(|(from, to)| to.iter().filter(|t| !shared.contains(&t.as_str())).map(move |t| format!("{from} -> {t}")))
+        .collect();
+    assert!(upward.is_empty(), "shared modules importing a capability: {upward:?}");
     assert_eq!(cycles(&graph), Vec::<Vec<String>>::new(), "import cycles between modules");
     assert_eq!(cycles(&capabilities), Vec::<Vec<String>>::new(), "import cycles between capabilities");
 }
