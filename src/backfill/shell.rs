@@ -4,7 +4,7 @@
 //! Every entry point runs the same page (`page.rs`): the shell fetches the
 //! attempts (`sql/queries/backfill/attempts_*.sql`), reads their resources in
 //! place (`resources.rs`), and then, per entry point, inserts the winners
-//! (`insert_new_operations.sql`, else `insert_operations.sql`), or asks which
+//! (`insert_new_operations.sql`, else `insert_operations*.sql`), or asks which
 //! of them exist already (`existing_identities.sql`), and builds the result row.
 //! The statements name the ledger by `@ledger@` (the validated, quoted schema);
 //! the attempts' fetch size is the literal `@fetch@` (one kept plan per size).
@@ -39,6 +39,8 @@ const ATTEMPTS_FROM_CURSOR: &str = include_str!("../../sql/queries/backfill/atte
 const ATTEMPTS_AFTER: &str = include_str!("../../sql/queries/backfill/attempts_after.sql");
 const RESOURCE_FIELDS: &str = include_str!("../../sql/queries/backfill/resource_fields.sql");
 const INSERT_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_operations.sql");
+const INSERT_OPERATIONS_RETURNING_KEYS: &str =
+    include_str!("../../sql/queries/backfill/insert_operations_returning_keys.sql");
 const INSERT_NEW_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_new_operations.sql");
 const EXISTING_IDENTITIES: &str = include_str!("../../sql/queries/backfill/existing_identities.sql");
 const PAGE_ROW: &str = include_str!("../../sql/queries/backfill/page_row.sql");
@@ -422,10 +424,10 @@ fn scan_page(client: &mut SpiClient<'_>, ledger: &SchemaName, rules: Rules, afte
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Insert {
     /// `ON CONFLICT (identity) DO NOTHING`: the application's insert.
-    OnConflictDoNothing,
+    SkipExisting,
     /// A plain INSERT: cheaper (no speculative pre-check of the identity
     /// index per row), and the same rows when no winner's identity exists yet.
-    Plain,
+    New,
 }
 
 /// What the winners' INSERT did: how many rows, and (when asked) their operation keys.
@@ -454,34 +456,41 @@ fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, 
     ];
     let all = winners.len() as i64;
     if INSERT_MODE.with(Cell::get).optimistic() {
-        if let Some(inserted) = insert_without_conflicts(client, ledger, &args, with_keys) {
+        if let Some(inserted) = insert_without_conflicts(client, ledger, &args, &keys, with_keys) {
             return inserted;
         }
         INSERT_MODE.with(|m| m.set(InsertMode::after_conflict()));
     }
-    let inserted = run_insert(client, ledger, Insert::OnConflictDoNothing, &args, with_keys);
+    let inserted = run_insert(client, ledger, Insert::SkipExisting, &args, &keys, with_keys);
     INSERT_MODE.with(|m| m.set(m.get().after_page(inserted.count == all)));
     inserted
 }
 
+/// Run one form of the INSERT (`winner_keys`: the operation keys of the rows in `args`).
 fn run_insert(
     client: &mut SpiClient<'_>,
     ledger: &SchemaName,
     insert: Insert,
     args: &[DatumWithOid<'static>],
+    winner_keys: &[Vec<u8>],
     with_keys: bool,
 ) -> Inserted {
-    let statement = match insert {
-        Insert::OnConflictDoNothing => INSERT_OPERATIONS,
-        Insert::Plain => INSERT_NEW_OPERATIONS,
+    let statement = match (insert, with_keys) {
+        (Insert::New, _) => INSERT_NEW_OPERATIONS,
+        (Insert::SkipExisting, false) => INSERT_OPERATIONS,
+        (Insert::SkipExisting, true) => INSERT_OPERATIONS_RETURNING_KEYS,
     };
     let sql = statement.replace("@ledger@", &ledger.quoted);
     run_kept(client, &sql, args, &|e| page_failed(ledger, e));
     // SAFETY: SPI_processed of the INSERT just run.
     let count = unsafe { pg_sys::SPI_processed } as i64;
-    let keys = with_keys.then(|| {
-        let rows = Rows::of_last_statement();
-        (0..rows.count).map(|row| rows.bytes(row, 1).expect("operation_key is NOT NULL").to_vec()).collect()
+    let keys = with_keys.then(|| match insert {
+        // A plain INSERT inserts every row or fails.
+        Insert::New => winner_keys.iter().cloned().collect(),
+        Insert::SkipExisting => {
+            let rows = Rows::of_last_statement();
+            (0..rows.count).map(|row| rows.bytes(row, 1).expect("operation_key is NOT NULL").to_vec()).collect()
+        }
     });
     Inserted { count, keys }
 }
@@ -495,6 +504,7 @@ fn insert_without_conflicts(
     client: &mut SpiClient<'_>,
     ledger: &SchemaName,
     args: &[DatumWithOid<'static>],
+    winner_keys: &[Vec<u8>],
     with_keys: bool,
 ) -> Option<Inserted> {
     // As PL/pgSQL runs a block with an EXCEPTION clause (pl_exec.c).
@@ -515,7 +525,7 @@ fn insert_without_conflicts(
         pg_sys::CurrentResourceOwner = owner;
     };
     PgTryBuilder::new(AssertUnwindSafe(|| {
-        let inserted = run_insert(client, ledger, Insert::Plain, args, with_keys);
+        let inserted = run_insert(client, ledger, Insert::New, args, winner_keys, with_keys);
         end(true);
         Some(inserted)
     }))

@@ -1,8 +1,8 @@
 -- Insert a page's winners (the first resource of each sandbox identity in the
 -- page, in identity order; one array per column) as live operations, as the
 -- application inserts them: an identity that has an operation already is left
--- as it is. Returns the operation keys inserted (the single-page functions
--- report which resources inserted; the orchestrator counts the rows).
+-- as it is. The orchestrator counts the rows; the single-page functions use
+-- insert_operations_returning_keys.sql to report which resources inserted.
 INSERT INTO @ledger@.runtime_sandbox_operations (
     operation_key, provider, run_id, attempt, org_id, environment,
     sandbox_id, routing_domain, state, provider_created_at
@@ -13,4 +13,3 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::t
             $9::timestamptz[])
      AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)
 ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-RETURNING operation_key
