@@ -47,10 +47,10 @@ resources=$(q -c "SELECT count(*) FROM runtime_scheduler.attempts a JOIN runtime
   WHERE r ->> 'kind' IN ('daytona_sandbox', 'modal_sandbox') AND NULLIF(r ->> 'sandboxId', '') IS NOT NULL")
 printf "   %d attempts, %d resources\n" "$(q -c 'SELECT count(*) FROM runtime_scheduler.attempts')" "$resources"
 
-echo "== the applied page's attempts fetch half-way in (sql/backfill/page_attempts.sql; 576 attempts: about 1000 resources):"
+echo "== the applied page's attempts fetch half-way in (sql/queries/backfill/attempts_from_cursor.sql; 576 attempts: about 1000 resources):"
 fetch=$(sed -e '/^--/d' -e 's/@ledger@/runtime_scheduler/g' -e 's/@fetch@/576/' \
-            -e "s/@after@/AND (attempt.updated_at, attempt.run_id, attempt.attempt) >= (:'u', :'r', :a)/" \
-            "$here/../sql/backfill/page_attempts.sql")
+            -e "s/(\$1, \$2, \$3)/(:'u', :'r', :a)/" \
+            "$here/../sql/queries/backfill/attempts_from_cursor.sql")
 q <<SQL | sed 's/^/   /'
 SELECT updated_at AS u, run_id AS r, attempt AS a FROM runtime_scheduler.attempts
 ORDER BY updated_at, run_id, attempt OFFSET $ATTEMPTS / 2 LIMIT 1 \gset

@@ -1,18 +1,17 @@
-//! The one error type of the SPI shells: what went wrong, its SQLSTATE, and the
-//! DETAIL and HINT a caller needs, raised with pgrx's `ErrorReport`. A condition
-//! the code foresees has a kind here; XX000 is left for what it did not foresee.
-//! (Managed environments and stock hashes use it; other capabilities still use
-//! `shell::raise_arg`.)
+//! The one error type of the extension (pure, no pgrx): what went wrong, its
+//! SQLSTATE, and the DETAIL and HINT a caller needs. Every condition the code
+//! foresees has a kind here; XX000 is left for what it did not foresee. The
+//! cores build errors (an `ArgError` becomes one), the shells raise them
+//! (`crate::shell::Raise`, pgrx's `ErrorReport`).
 
 use crate::args::ArgError;
-use pgrx::pg_sys::panic::ErrorReport;
-use pgrx::{PgLogLevel, PgSqlErrorCode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// 22023: a bad argument; nothing has been read or written.
     InvalidArgument,
-    /// 42P01: a table the function works on is not installed.
+    /// 42P01: a table the function works on is not installed (a ledger, the
+    /// application's tables).
     NotInstalled,
     /// 40001: a concurrent transaction changed what the call read or would
     /// write; the call wrote nothing that survives, and retrying is safe.
@@ -23,6 +22,9 @@ pub enum Kind {
     LimitExceeded,
     /// 22021: text that is not UTF-8 (the database encoding is not UTF8).
     NotUtf8,
+    /// 22000: a stored value the extension reads back and cannot use (the
+    /// backfill checkpoint).
+    UnusableStoredValue,
     /// 55000: the extension's own objects are not as it created them.
     BrokenInstall,
     /// XX001: a stored value that is not in the format PostgreSQL writes.
@@ -30,18 +32,17 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn code(self) -> PgSqlErrorCode {
-        match self {
-            Kind::InvalidArgument => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            Kind::NotInstalled => PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
-            Kind::ConcurrentChange => PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            Kind::Conflict => PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
-            Kind::LimitExceeded => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            Kind::NotUtf8 => PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
-            Kind::BrokenInstall => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            Kind::DataCorrupted => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-        }
-    }
+    pub const ALL: [Kind; 9] = [
+        Kind::InvalidArgument,
+        Kind::NotInstalled,
+        Kind::ConcurrentChange,
+        Kind::Conflict,
+        Kind::LimitExceeded,
+        Kind::NotUtf8,
+        Kind::UnusableStoredValue,
+        Kind::BrokenInstall,
+        Kind::DataCorrupted,
+    ];
 
     /// The SQLSTATE as clients see it.
     pub fn sqlstate(self) -> &'static str {
@@ -52,6 +53,7 @@ impl Kind {
             Kind::Conflict => "23505",
             Kind::LimitExceeded => "54000",
             Kind::NotUtf8 => "22021",
+            Kind::UnusableStoredValue => "22000",
             Kind::BrokenInstall => "55000",
             Kind::DataCorrupted => "XX001",
         }
@@ -82,18 +84,32 @@ impl Error {
         self
     }
 
-    /// Raise it as a PostgreSQL ERROR (the transaction is aborted).
-    pub fn raise(self) -> ! {
-        let mut report = ErrorReport::new(self.kind.code(), format!("runtime_sandbox: {}", self.message), "runtime_sandbox");
-        if let Some(detail) = self.detail {
-            report = report.set_detail(detail);
-        }
-        if let Some(hint) = self.hint {
-            report = report.set_hint(hint);
-        }
-        report.report(PgLogLevel::ERROR);
-        unreachable!("ereport(ERROR) does not return")
+    /// 22023 `invalid argument <argument>: <reason>`.
+    pub fn argument(argument: &'static str, reason: impl Into<String>) -> Self {
+        ArgError::new(argument, reason).into()
     }
+
+    /// The ledger schema named by `argument` does not exist (22023), with the
+    /// command that creates it.
+    pub fn ledger_schema_missing(argument: &'static str, schema: &str) -> Self {
+        Error::argument(argument, format!("schema {schema:?} does not exist"))
+            .hint(format!("{} creates it with the ledger's tables.", install_ledger(schema)))
+    }
+
+    /// The ledger schema exists but lacks tables the call uses (42P01).
+    /// `uses` says what the call does with which tables (the DETAIL).
+    pub fn ledger_not_installed(argument: &'static str, schema: &str, missing: &str, uses: &str) -> Self {
+        Error::new(Kind::NotInstalled, format!("{argument} {schema:?} lacks the ledger's table(s) {missing}"))
+            .detail(uses)
+            .hint(format!(
+                "Point {argument} at the ledger's schema, or run {} to create the tables.",
+                install_ledger(schema)
+            ))
+    }
+}
+
+fn install_ledger(schema: &str) -> String {
+    format!("SELECT runtime_sandbox.install_ledger('{schema}')")
 }
 
 /// A bad argument keeps its message (`invalid argument <name>: <reason>`).
@@ -103,35 +119,29 @@ impl From<ArgError> for Error {
     }
 }
 
-/// Unwrap, or raise the error.
-pub trait OrRaise<T> {
-    fn or_raise(self) -> T;
-}
-
-impl<T, E: Into<Error>> OrRaise<T> for Result<T, E> {
-    fn or_raise(self) -> T {
-        self.unwrap_or_else(|e| e.into().raise())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn each_kind_has_its_sqlstate() {
-        use Kind::*;
-        for kind in [InvalidArgument, NotInstalled, ConcurrentChange, Conflict, LimitExceeded, NotUtf8, BrokenInstall, DataCorrupted] {
-            // PgSqlErrorCode packs the five characters six bits each (MAKE_SQLSTATE).
-            let packed = kind.code() as i32;
-            let text: String = (0..5).map(|i| ((((packed >> (6 * i)) & 0x3F) as u8).wrapping_add(b'0')) as char).collect();
-            assert_eq!(text, kind.sqlstate(), "{kind:?}");
-        }
-    }
-
-    #[test]
     fn argument_errors_keep_their_message() {
         let e = Error::from(ArgError::new("app_schema", "must not be null"));
         assert_eq!((e.kind, e.message.as_str()), (Kind::InvalidArgument, "invalid argument app_schema: must not be null"));
+        assert_eq!(Error::argument("batch_size", "must be 1..1000"), Error::from(ArgError::new("batch_size", "must be 1..1000")));
+    }
+
+    #[test]
+    fn a_missing_ledger_says_how_to_install_it() {
+        let e = Error::ledger_not_installed("ledger_schema", "l1", "attempts, runs", "The backfill reads them.");
+        assert_eq!(e.kind.sqlstate(), "42P01");
+        assert_eq!(e.message, "ledger_schema \"l1\" lacks the ledger's table(s) attempts, runs");
+        assert_eq!(e.detail.as_deref(), Some("The backfill reads them."));
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("Point ledger_schema at the ledger's schema, or run SELECT runtime_sandbox.install_ledger('l1') to create the tables.")
+        );
+        let e = Error::ledger_schema_missing("ledger_schema", "l2");
+        assert_eq!((e.kind, e.message.as_str()), (Kind::InvalidArgument, "invalid argument ledger_schema: schema \"l2\" does not exist"));
+        assert_eq!(e.hint.as_deref(), Some("SELECT runtime_sandbox.install_ledger('l2') creates it with the ledger's tables."));
     }
 }

@@ -1,18 +1,34 @@
 //! runtime_sandbox: an agent-sandbox platform's ledger jobs, inside PostgreSQL.
 //!
-//! Each capability has a folder: a pure Rust core (no pgrx types, plain
-//! `cargo test`) and a thin SPI shell that validates arguments, runs the SQL in
-//! `sql/` and builds the composite result row.
+//! The house (README "Layout" has the map):
+//! - one folder per capability (`stock`, `managed`, `backfill`, `reconcile`,
+//!   `ledger`): a pure core (plain Rust, no pgrx: `cargo test --lib` runs it
+//!   without a server) and one pgrx file, `shell.rs` (`sql.rs` in reconcile and
+//!   ledger until their pass), that checks the arguments, runs the capability's
+//!   statements from `sql/queries/<capability>/` over SPI and builds the result
+//!   row; its `mod.rs` loads its objects from `sql/extension/`; its `#[pg_test]`s
+//!   are in `pg_tests.rs`;
+//! - `jsonb`: the one reader of jsonb's binary format (pure);
+//! - shared by every capability: `args` (argument rules) and `error` (the one
+//!   error type: kind → SQLSTATE, message, DETAIL, HINT), both pure, and
+//!   `fast_hash`; `shell`, what the pgrx shells share (raising an `Error`,
+//!   catalog look-ups, argument types).
+//!
+//! Imports run one way: capabilities → jsonb, args, error, fast_hash, shell
+//! (managed also → stock); `tests/layout.rs` checks it.
 
 use pgrx::prelude::*;
 
 ::pgrx::pg_module_magic!();
 
 pub mod args;
-pub mod fast_hash;
-pub mod pg_types;
 pub mod error;
-mod shell;
+pub mod fast_hash;
+pub mod jsonb;
+pub mod shell;
+
+// moved to crate::shell::types; re-exported until reconcile and ledger import it from there
+pub use shell::types as pg_types;
 
 pub mod backfill;
 pub mod ledger;
@@ -20,9 +36,8 @@ pub mod managed;
 pub mod reconcile;
 pub mod stock;
 
-extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
-extension_sql_file!("../sql/stock_status.sql", name = "stock_status", requires = ["schema"]);
-extension_sql_file!("../sql/comments_stock.sql", name = "comments_stock", requires = [stable_json, stock_hash, managed_resource_status, "stock_status"]);
+extension_sql_file!("../sql/extension/schema.sql", name = "schema", bootstrap);
+// The ledger room's (moves to src/ledger/mod.rs and sql/extension/ with its pass).
 extension_sql_file!("../sql/ledger/api.sql", name = "ledger_api", requires = [install_ledger]);
 
 /// Required by `cargo pgrx test`.

@@ -72,13 +72,13 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "SELECT runtime_sandbox.backfill_sandbox_operations(ledger_schema => NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
     ("ledger_schema", "SELECT runtime_sandbox.backfill_sandbox_operations(ledger_schema => 'runtime_scheduler\"; DELETE FROM runtime_scheduler.attempts; --')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"runtime_scheduler\\\"; DELETE FROM runtime_scheduler.attempts; --\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "SELECT runtime_sandbox.backfill_sandbox_operations(ledger_schema => 'nowhere')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"nowhere\" does not exist"),
-    ("ledger_schema", "SELECT runtime_sandbox.backfill_sandbox_operations(ledger_schema => 'empty_ledger')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"empty_ledger\" has no attempts, control, runs, runtime_sandbox_operations table (run runtime_sandbox.install_ledger first)"),
+    ("ledger_schema", "SELECT runtime_sandbox.backfill_sandbox_operations(ledger_schema => 'empty_ledger')", "42P01", "runtime_sandbox: ledger_schema \"empty_ledger\" lacks the ledger's table(s) attempts, control, runs, runtime_sandbox_operations"),
     // preview_sandbox_operation_backfill: the same checks.
     ("batch_size", "SELECT runtime_sandbox.preview_sandbox_operation_backfill(batch_size => -1)", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got -1"),
     ("after", "SELECT runtime_sandbox.preview_sandbox_operation_backfill(after => ROW('2026-01-01', '', 1, 1))", "22023", "runtime_sandbox: invalid argument after: run_id is blank"),
     ("after", "SELECT runtime_sandbox.preview_sandbox_operation_backfill(after => ROW(NULL, NULL, NULL, NULL))", "22023", "runtime_sandbox: invalid argument after: updated_at is NULL (a cursor needs all four fields)"),
     ("ledger_schema", "SELECT runtime_sandbox.preview_sandbox_operation_backfill(ledger_schema => 'a.b')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"a.b\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
-    ("ledger_schema", "SELECT runtime_sandbox.preview_sandbox_operation_backfill(ledger_schema => 'empty_ledger')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"empty_ledger\" has no attempts, control, runs, runtime_sandbox_operations table (run runtime_sandbox.install_ledger first)"),
+    ("ledger_schema", "SELECT runtime_sandbox.preview_sandbox_operation_backfill(ledger_schema => 'empty_ledger')", "42P01", "runtime_sandbox: ledger_schema \"empty_ledger\" lacks the ledger's table(s) attempts, control, runs, runtime_sandbox_operations"),
     // advance_sandbox_operation_backfill, and checkpoints it cannot resume from.
     ("dry_run", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(NULL)", "22023", "runtime_sandbox: invalid argument dry_run: must not be NULL"),
     ("batch_size", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, batch_size => NULL)", "22023", "runtime_sandbox: invalid argument batch_size: must not be NULL"),
@@ -86,7 +86,7 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, ledger_schema => NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
     ("ledger_schema", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, ledger_schema => 'x''; DROP SCHEMA runtime_scheduler CASCADE; --')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"x'; DROP SCHEMA runtime_scheduler CASCADE; --\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(true, ledger_schema => 'nowhere')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"nowhere\" does not exist"),
-    ("ledger_schema", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, ledger_schema => 'public')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"public\" has no attempts, control, runs, runtime_sandbox_operations table (run runtime_sandbox.install_ledger first)"),
+    ("ledger_schema", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, ledger_schema => 'public')", "42P01", "runtime_sandbox: ledger_schema \"public\" lacks the ledger's table(s) attempts, control, runs, runtime_sandbox_operations"),
     ("checkpoint", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, ledger_schema => 'blank_checkpoint')", "22000", "runtime_sandbox: the backfill checkpoint in \"blank_checkpoint\".control (key runtime_sandbox_operation_backfill_v1) is unusable: cursor.updatedAt is blank"),
     // run_sandbox_operation_backfill (a procedure).
     ("batch_size", "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => NULL)", "22023", "runtime_sandbox: invalid argument batch_size: must not be NULL"),
@@ -98,7 +98,7 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
     ("ledger_schema", "CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => 'x\"; DROP TABLE runtime_scheduler.runs; --')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"x\\\"; DROP TABLE runtime_scheduler.runs; --\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => 'nowhere')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"nowhere\" does not exist"),
-    ("ledger_schema", "CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => 'empty_ledger')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"empty_ledger\" has no attempts, control, runs, runtime_sandbox_operations table (run runtime_sandbox.install_ledger first)"),
+    ("ledger_schema", "CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => 'empty_ledger')", "42P01", "runtime_sandbox: ledger_schema \"empty_ledger\" lacks the ledger's table(s) attempts, control, runs, runtime_sandbox_operations"),
     ("checkpoint", "CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => 'blank_checkpoint')", "22000", "runtime_sandbox: the backfill checkpoint in \"blank_checkpoint\".control (key runtime_sandbox_operation_backfill_v1) is unusable: cursor.updatedAt is blank"),
     // Checkpoints and cursors the application would not resume from (issue 11).
     ("checkpoint", "SELECT runtime_sandbox.advance_sandbox_operation_backfill(true, ledger_schema => 'blank_checkpoint')", "22000", "runtime_sandbox: the backfill checkpoint in \"blank_checkpoint\".control (key runtime_sandbox_operation_backfill_v1) is unusable: cursor.updatedAt \"\": invalid input syntax for type timestamp with time zone: \"\""),
@@ -110,7 +110,7 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status(NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('x\"; DROP TABLE runtime_scheduler.runs; --')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"x\\\"; DROP TABLE runtime_scheduler.runs; --\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('nowhere')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"nowhere\" does not exist"),
-    ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('empty_ledger')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"empty_ledger\" has no attempts, control, runs, runtime_sandbox_operations table (run runtime_sandbox.install_ledger first)"),
+    ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('empty_ledger')", "42P01", "runtime_sandbox: ledger_schema \"empty_ledger\" lacks the ledger's table(s) attempts, control, runs, runtime_sandbox_operations"),
     // _backfill_run_lock_key (the procedure's argument check)
     ("batch_size", "SELECT runtime_sandbox._backfill_run_lock_key(1001, NULL, '0', 'runtime_scheduler')", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got 1001"),
     ("max_batches", "SELECT runtime_sandbox._backfill_run_lock_key(500, 0, '0', 'runtime_scheduler')", "22023", "runtime_sandbox: invalid argument max_batches: must be NULL (until complete) or at least 1, got 0"),
@@ -219,7 +219,7 @@ const ACCEPTED: &[(&str, &str)] = &[
 /// by the main test).
 const BUGS: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "SELECT runtime_sandbox.reconcile_daytona('[]', now(), dry_run => false, ledger_schema => 'empty_ledger')", "42P01: relation \"empty_ledger.runtime_sandbox_capacity_leases\" does not exist",
-     "a schema without the ledger's tables fails on the first statement with PostgreSQL's message, which does not name ledger_schema (the backfill functions raise 22023 naming it)"),
+     "a schema without the ledger's tables fails on the first statement with PostgreSQL's message, which does not name ledger_schema (the backfill functions raise 42P01 naming it, with an install_ledger HINT)"),
     ("ledger_schema", "SELECT runtime_sandbox.reconcile_daytona('[{\"sandboxId\": \"sb-1\"}]', now(), dry_run => true, ledger_schema => 'public')", "42P01: relation \"public.runtime_sandbox_operations\" does not exist",
      "the same, in a dry run"),
 ];

@@ -329,8 +329,8 @@ fn public_clones_ahead_of_pg_catalog_do_not_reach_the_functions() {
 
 /// The procedure has no SET clause (it COMMITs); its variables' types resolve through the caller's
 /// search_path when PL/pgSQL compiles it, so `timestamptz` from a public placed before pg_catalog wins.
-/// With PostgreSQL's default search_path (pg_catalog first) it cannot; sql/backfill/procedure.sql's DECLARE
-/// names `pg_catalog.timestamptz` so that it cannot either way.
+/// With PostgreSQL's default search_path (pg_catalog first) it cannot; the DECLARE of
+/// sql/extension/backfill_procedure.sql names `pg_catalog.timestamptz` so that it cannot either way.
 #[test]
 fn procedure_variables_ignore_a_public_timestamptz_ahead_of_pg_catalog() {
     let db = seeded("it_hardening_procedure_types");

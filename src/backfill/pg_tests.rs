@@ -364,7 +364,6 @@ fn backfill_status_shows_phase_cursor_and_what_is_left() {
 fn backfill_bad_input_names_the_argument_and_writes_nothing() {
     ledger("bf_bad");
     attempt("bf_bad", "r1", 1, "2026-01-01 00:00:00+00", &format!("'[{}]'", daytona("a")));
-    run("CREATE SCHEMA bf_not_a_ledger");
     let cases = [
         ("SELECT runtime_sandbox.backfill_sandbox_operations(0, NULL, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 0"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1001, NULL, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 1001"),
@@ -381,7 +380,6 @@ fn backfill_bad_input_names_the_argument_and_writes_nothing() {
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf_missing')", "ledger_schema: schema \"bf_missing\" does not exist"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf-bad')", "ledger_schema: \"bf-bad\" is not a plain identifier"),
         ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, NULL)", "ledger_schema: must not be NULL"),
-        ("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, 'bf_not_a_ledger')", "ledger_schema: schema \"bf_not_a_ledger\" has no attempts, control, runs, runtime_sandbox_operations table"),
         ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(NULL, 1, 1, 'bf_bad')", "dry_run: must not be NULL"),
         ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 5000, 1, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 5000"),
         ("SELECT runtime_sandbox.advance_sandbox_operation_backfill(true, 0, 1, 'bf_bad')", "batch_size: must be an integer from 1 through 1000, got 0"),
@@ -401,6 +399,44 @@ fn backfill_bad_input_names_the_argument_and_writes_nothing() {
     attempt("bf_bad", "r2", 1, "2026-01-01 00:00:01+00", r#"'[null, 1, "x", {"kind": {"nested": true}}, {"kind":"daytona_sandbox","sandboxId":null}]'"#);
     let p = text("SELECT (p.phase, p.scanned_attempts, p.inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'bf_bad') p");
     assert_eq!(p, "(complete,1,1)");
+}
+
+/// The SQLSTATE, message, DETAIL and HINT `sql` raises.
+fn error_report(sql: &str) -> Option<String> {
+    run(r#"CREATE OR REPLACE FUNCTION pg_temp.error_report(q text) RETURNS text LANGUAGE plpgsql AS $$
+           DECLARE d text; h text;
+           BEGIN EXECUTE q; RETURN NULL;
+           EXCEPTION WHEN OTHERS THEN
+               GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+               RETURN SQLSTATE || ' ' || SQLERRM || ' | DETAIL: ' || d || ' | HINT: ' || h;
+           END $$"#);
+    Spi::get_one_with_args::<String>("SELECT pg_temp.error_report($1)", &[sql.into()]).expect("error_report runs")
+}
+
+#[pg_test]
+fn backfill_a_missing_ledger_says_how_to_install_it() {
+    run("CREATE SCHEMA bf_not_a_ledger");
+    run("CREATE TABLE bf_not_a_ledger.attempts (run_id text)");
+    let tables_missing = "42P01 runtime_sandbox: ledger_schema \"bf_not_a_ledger\" lacks the ledger's table(s) control, runs, \
+                          runtime_sandbox_operations | DETAIL: The backfill reads attempts and runs, inserts into \
+                          runtime_sandbox_operations and keeps its checkpoint in control. | HINT: Point ledger_schema at \
+                          the ledger's schema, or run SELECT runtime_sandbox.install_ledger('bf_not_a_ledger') to create the tables.";
+    let schema_missing = "22023 runtime_sandbox: invalid argument ledger_schema: schema \"bf_nowhere\" does not exist | \
+                          DETAIL:  | HINT: SELECT runtime_sandbox.install_ledger('bf_nowhere') creates it with the ledger's tables.";
+    for function in ["backfill_sandbox_operations(1, NULL, '{}')", "preview_sandbox_operation_backfill(1, NULL, '{}')",
+                     "advance_sandbox_operation_backfill(false, 1, 1, '{}')", "advance_sandbox_operation_backfill(true, 1, 1, '{}')",
+                     "backfill_status('{}')", "_backfill_run_lock_key(1, NULL, '0', '{}')"] {
+        let call = |schema: &str| format!("SELECT runtime_sandbox.{}", function.replace("{}", schema));
+        assert_eq!(error_report(&call("bf_not_a_ledger")).as_deref(), Some(tables_missing), "{function}");
+        assert_eq!(error_report(&call("bf_nowhere")).as_deref(), Some(schema_missing), "{function}");
+    }
+    // The checkpoint's advice is a HINT.
+    ledger("bf_odd_checkpoint");
+    run(r#"INSERT INTO bf_odd_checkpoint.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1',
+           '{"phase": "pending", "cursor": {"updatedAt": " ", "runId": "r", "attempt": 1, "resourceOrdinal": 1}}')"#);
+    let report = error_report("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bf_odd_checkpoint')").unwrap();
+    assert!(report.starts_with("22000 runtime_sandbox: the backfill checkpoint in \"bf_odd_checkpoint\".control"), "{report}");
+    assert!(report.ends_with(" | HINT: Fix the value, or delete the row to restart the backfill from the oldest attempt."), "{report}");
 }
 
 /// 20,000 attempts with one sandbox each, 1 ms apart from 2026-01-01, analyzed.
@@ -583,7 +619,7 @@ fn backfill_reads_numbers_and_containers_as_the_server_prints_them() {
                 let table = &*pg_sys::SPI_tuptable;
                 let mut is_null = false;
                 let datum = pg_sys::SPI_getbinval(*table.vals, table.tupdesc, 1, &mut is_null);
-                crate::pg_types::JsonbBytes::from_polymorphic_datum(datum, is_null, pg_sys::JSONBOID).expect("a document")
+                crate::shell::types::JsonbBytes::from_polymorphic_datum(datum, is_null, pg_sys::JSONBOID).expect("a document")
             };
             Ok::<_, pgrx::spi::SpiError>(crate::backfill::resources::from_jsonb(doc.as_bytes()))
         })

@@ -3,14 +3,13 @@
 //! `->>` per field, CASE/NULLIF/COALESCE, `row_number()` per identity) in Rust.
 //!
 //! `from_jsonb` reads the fields straight from jsonb's binary container, a
-//! number or container printed as `->>` prints it (`json_text`), and only the
+//! number or container printed as `->>` prints it (`crate::jsonb`), and only the
 //! fields a rule needs (a skipped element is not read further). The shell asks
 //! the server for the texts only when the binary format is not what this
 //! reader expects.
 
-use super::json_text;
 use crate::fast_hash::FastSet;
-use crate::stock::jsonb_binary::{self as binary, DecodeError};
+use crate::jsonb::{self, Container, DecodeError, Item, Kind};
 use std::borrow::Cow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -126,14 +125,14 @@ pub fn resource<'a, E>(
 }
 
 /// What `->>` prints for a member.
-fn member_text<'a>(object: &binary::Container<'a>, key: &[u8]) -> Result<Option<Cow<'a, [u8]>>, DecodeError> {
-    Ok(match object.get_raw(key)? {
-        None | Some((binary::Item::Null, _)) => None,
-        Some((binary::Item::String(s), _)) => Some(Cow::Borrowed(s)),
-        Some((binary::Item::Bool(true), _)) => Some(Cow::Borrowed(b"true")),
-        Some((binary::Item::Bool(false), _)) => Some(Cow::Borrowed(b"false")),
-        Some((binary::Item::Number, bytes)) => Some(Cow::Owned(json_text::numeric_out(bytes)?.into_bytes())),
-        Some((binary::Item::Container(_), bytes)) => Some(Cow::Owned(json_text::container_text(bytes)?.into_bytes())),
+fn member_text<'a>(object: &Container<'a>, key: &[u8]) -> Result<Option<Cow<'a, [u8]>>, DecodeError> {
+    Ok(match object.get(key)? {
+        None | Some(Item::Null) => None,
+        Some(Item::String(s)) => Some(Cow::Borrowed(s)),
+        Some(Item::Bool(true)) => Some(Cow::Borrowed(b"true")),
+        Some(Item::Bool(false)) => Some(Cow::Borrowed(b"false")),
+        Some(Item::Number(numeric)) => Some(Cow::Owned(jsonb::numeric_out(numeric)?.into_bytes())),
+        Some(Item::Container(container)) => Some(Cow::Owned(jsonb::container_text(container)?.into_bytes())),
     })
 }
 
@@ -146,17 +145,17 @@ pub fn from_jsonb(payload: &[u8]) -> Option<Vec<Resource>> {
 }
 
 fn resources_of(payload: &[u8]) -> Result<Vec<Resource>, DecodeError> {
-    let root = binary::Container::read(payload)?;
+    let root = Container::read(payload)?;
     let mut resources = Vec::new();
     match root.kind {
         // A top-level scalar is a one-element array of a non-object: no resources.
-        binary::Kind::Scalar => {}
-        binary::Kind::Object => resources.extend(resource(1, |f| member_text(&root, f.key()))?),
-        binary::Kind::Array => {
+        Kind::Scalar => {}
+        Kind::Object => resources.extend(resource(1, |f| member_text(&root, f.key()))?),
+        Kind::Array => {
             for (index, element) in root.elements().enumerate() {
                 // `->>` on anything but an object is NULL: not a sandbox.
-                if let binary::Item::Container(object) = element? {
-                    if object.kind == binary::Kind::Object {
+                if let Item::Container(object) = element? {
+                    if object.kind == Kind::Object {
                         let ordinal = i32::try_from(index + 1).map_err(|_| DecodeError("too many elements"))?;
                         resources.extend(resource(ordinal, |f| member_text(&object, f.key()))?);
                     }
@@ -359,116 +358,43 @@ mod tests {
         assert_eq!(attempts_to_fetch(10, f64::NAN), 16);
     }
 
-    /// A jsonb value to encode in the server's binary format (numbers as an opaque aligned blob).
-    enum J {
-        Null,
-        Bool(bool),
-        Str(&'static str),
-        Num,
-        Arr(Vec<J>),
-        Obj(Vec<(&'static str, J)>),
-    }
+    use crate::jsonb::encode::encode_with_stride as encode;
+    use serde_json::{json, Value as J};
 
-    /// jsonb's binary container for `j`, storing an end offset every `stride` children as the server does every 32.
-    fn encode(j: &J, stride: usize) -> Vec<u8> {
-        match j {
-            J::Arr(_) | J::Obj(_) => container(j, stride),
-            scalar => container_of(0x4000_0000 | 0x1000_0000, &[scalar], stride),
-        }
-    }
-
-    fn container(j: &J, stride: usize) -> Vec<u8> {
-        match j {
-            J::Arr(items) => container_of(0x4000_0000, &items.iter().collect::<Vec<_>>(), stride),
-            J::Obj(members) => {
-                let mut sorted: Vec<&(&str, J)> = members.iter().collect();
-                sorted.sort_by(|a, b| (a.0.len(), a.0).cmp(&(b.0.len(), b.0)));
-                let keys: Vec<J> = sorted.iter().map(|(k, _)| J::Str(k)).collect();
-                let children: Vec<&J> = keys.iter().chain(sorted.iter().map(|(_, v)| v)).collect();
-                let mut out = container_of(0x2000_0000, &children, stride);
-                out[..4].copy_from_slice(&(0x2000_0000u32 | members.len() as u32).to_ne_bytes());
-                out
-            }
-            _ => unreachable!(),
-        }
-    }
-
-    fn container_of(flags: u32, children: &[&J], stride: usize) -> Vec<u8> {
-        let (mut entries, mut data) = (Vec::new(), Vec::<u8>::new());
-        for (i, child) in children.iter().enumerate() {
-            let start = data.len();
-            let kind = match child {
-                J::Null => 0x4000_0000,
-                J::Bool(false) => 0x2000_0000,
-                J::Bool(true) => 0x3000_0000,
-                J::Str(s) => {
-                    data.extend_from_slice(s.as_bytes());
-                    0
-                }
-                J::Num | J::Arr(_) | J::Obj(_) => {
-                    data.resize((data.len() + 3) & !3, 0);
-                    let bytes = if let J::Num = child { forty_two() } else { container(child, stride) };
-                    data.extend_from_slice(&bytes);
-                    if let J::Num = child {
-                        0x1000_0000
-                    } else {
-                        0x5000_0000
-                    }
-                }
-            };
-            let entry = if i % stride == 0 {
-                kind | 0x8000_0000 | data.len() as u32
-            } else {
-                kind | (data.len() - start) as u32
-            };
-            entries.push(entry);
-        }
-        let mut out = (flags | children.len() as u32).to_ne_bytes().to_vec();
-        entries.iter().for_each(|e| out.extend_from_slice(&e.to_ne_bytes()));
-        out.extend_from_slice(&data);
-        out
-    }
-
-    /// The numeric 42 as jsonb stores it (short format, 1-byte varlena header).
-    fn forty_two() -> Vec<u8> {
-        let mut body = 0x8000u16.to_ne_bytes().to_vec();
-        body.extend_from_slice(&42u16.to_ne_bytes());
-        let total = body.len() as u8 + 1;
-        let mut out = vec![if cfg!(target_endian = "little") { (total << 1) | 1 } else { total | 0x80 }];
-        out.extend_from_slice(&body);
-        out
+    fn obj(members: Vec<(&str, J)>) -> J {
+        J::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
     }
 
     fn sandbox(kind: &'static str, id: J, extra: Vec<(&'static str, J)>) -> J {
-        let mut members = vec![("kind", J::Str(kind)), ("sandboxId", id)];
+        let mut members = vec![("kind", J::from(kind)), ("sandboxId", id)];
         members.extend(extra);
-        J::Obj(members)
+        obj(members)
     }
 
     #[test]
     fn jsonb_resources_are_read_in_place() {
-        let doc = J::Arr(vec![
+        let doc = J::Array(vec![
             sandbox(
                 "daytona_sandbox",
-                J::Str("d1"),
+                J::from("d1"),
                 vec![
-                    ("daytonaOrganizationId", J::Str("org")),
-                    ("runtimeEnvironment", J::Str("")),
-                    ("daytonaEnvironment", J::Str("dev")),
+                    ("daytonaOrganizationId", J::from("org")),
+                    ("runtimeEnvironment", J::from("")),
+                    ("daytonaEnvironment", J::from("dev")),
                 ],
             ),
-            J::Str("not an object"),
+            J::from("not an object"),
             J::Null,
-            J::Arr(vec![sandbox("modal_sandbox", J::Str("nested"), vec![])]),
-            sandbox("docker", J::Str("x"), vec![]),
-            J::Obj(vec![("kind", J::Num), ("sandboxId", J::Str("k"))]),
+            J::Array(vec![sandbox("modal_sandbox", J::from("nested"), vec![])]),
+            sandbox("docker", J::from("x"), vec![]),
+            obj(vec![("kind", json!(42)), ("sandboxId", J::from("k"))]),
             sandbox(
                 "modal_sandbox",
                 J::Bool(true),
-                vec![("modalAppId", J::Null), ("runtimeEnvironment", J::Bool(false)), ("other", J::Num)],
+                vec![("modalAppId", J::Null), ("runtimeEnvironment", J::Bool(false)), ("other", json!(42))],
             ),
-            sandbox("modal_sandbox", J::Str(""), vec![]),
-            sandbox("daytona_sandbox", J::Str("ü"), vec![("unrelated", J::Obj(vec![("a", J::Num)]))]),
+            sandbox("modal_sandbox", J::from(""), vec![]),
+            sandbox("daytona_sandbox", J::from("ü"), vec![("unrelated", obj(vec![("a", json!(42))]))]),
         ]);
         for stride in [1, 2, 3, 32] {
             let found = from_jsonb(&encode(&doc, stride)).expect("readable here");
@@ -490,19 +416,19 @@ mod tests {
 
     #[test]
     fn jsonb_that_is_not_an_array_is_one_element() {
-        let object = sandbox("modal_sandbox", J::Str("m"), vec![("modalAppId", J::Str("app"))]);
+        let object = sandbox("modal_sandbox", J::from("m"), vec![("modalAppId", J::from("app"))]);
         let found = from_jsonb(&encode(&object, 32)).unwrap();
         assert_eq!((found.len(), found[0].ordinal, found[0].operation_key()), (1, 1, b"backfill:modal:m:app".to_vec()));
-        assert_eq!(from_jsonb(&encode(&J::Str("scalar"), 32)), Some(vec![]));
+        assert_eq!(from_jsonb(&encode(&J::from("scalar"), 32)), Some(vec![]));
         assert_eq!(from_jsonb(&encode(&J::Null, 32)), Some(vec![]));
-        assert_eq!(from_jsonb(&encode(&J::Arr(vec![]), 32)), Some(vec![]));
+        assert_eq!(from_jsonb(&encode(&J::Array(vec![]), 32)), Some(vec![]));
     }
 
     #[test]
     fn numbers_and_containers_read_as_the_server_prints_them() {
-        let doc = J::Arr(vec![
-            sandbox("modal_sandbox", J::Num, vec![("modalAppId", J::Arr(vec![J::Num, J::Str("a\"b")]))]),
-            sandbox("daytona_sandbox", J::Obj(vec![("bb", J::Null), ("a", J::Obj(vec![]))]), vec![("daytonaEnvironment", J::Num)]),
+        let doc = J::Array(vec![
+            sandbox("modal_sandbox", json!(42), vec![("modalAppId", J::Array(vec![json!(42), J::from("a\"b")]))]),
+            sandbox("daytona_sandbox", obj(vec![("bb", J::Null), ("a", obj(vec![]))]), vec![("daytonaEnvironment", json!(42))]),
         ]);
         let found = from_jsonb(&encode(&doc, 32)).unwrap();
         let texts: Vec<_> = found
@@ -517,14 +443,14 @@ mod tests {
             ]
         );
         // A skipped element is not read further.
-        let skipped = J::Arr(vec![J::Obj(vec![("kind", J::Str("modal_sandbox")), ("sandboxId", J::Str("")), ("modalAppId", J::Num)])]);
+        let skipped = J::Array(vec![obj(vec![("kind", J::from("modal_sandbox")), ("sandboxId", J::from("")), ("modalAppId", json!(42))])]);
         assert_eq!(from_jsonb(&encode(&skipped, 32)), Some(vec![]));
     }
 
     #[test]
     fn truncated_jsonb_goes_to_the_server_without_panicking() {
         let bytes =
-            encode(&J::Arr(vec![sandbox("modal_sandbox", J::Str("m"), vec![("modalAppId", J::Str("app"))])]), 32);
+            encode(&J::Array(vec![sandbox("modal_sandbox", J::from("m"), vec![("modalAppId", J::from("app"))])]), 32);
         for len in 0..bytes.len() {
             let _ = from_jsonb(&bytes[..len]);
         }

@@ -2,10 +2,12 @@
 //! kept plan each), and the conversions between datums and the pure core.
 //!
 //! Every entry point runs the same page (`page.rs`): the shell fetches the
-//! attempts (`sql/backfill/page_attempts.sql`), reads their resources in place
-//! (`resources.rs`), and then, per entry point, inserts the winners
-//! (`insert_operations.sql`), or asks which of them exist already
-//! (`existing_identities.sql`), and builds the result row.
+//! attempts (`sql/queries/backfill/attempts_*.sql`), reads their resources in
+//! place (`resources.rs`), and then, per entry point, inserts the winners
+//! (`insert_new_operations.sql`, else `insert_operations*.sql`), or asks which
+//! of them exist already (`existing_identities.sql`), and builds the result row.
+//! The statements name the ledger by `@ledger@` (the validated, quoted schema);
+//! the attempts' fetch size is the literal `@fetch@` (one kept plan per size).
 
 use super::checkpoint::{self, Checkpoint, Phase};
 use super::cursor::{after_argument, Cursor};
@@ -13,10 +15,12 @@ use super::js_date::date_parse_accepts;
 use super::page::{After, Attempt, AttemptKey, FetchFrom, Page, Rules, Scan};
 use super::progress::{clamp_max_batches, phase_after_page, run_lock_key, run_max_batches, Totals};
 use super::resources::{self, Field, InsertMode, Resource};
-use crate::args::{self, ArgError, SchemaName};
+use crate::args::{self, SchemaName};
+use crate::error::{Error, Kind};
 use crate::fast_hash::{FastMap, FastSet};
-use crate::pg_types::{JsonbBytes, Name};
-use crate::shell::{check, existing_schema, raise_arg};
+use crate::shell::spi::ledger_missing;
+use crate::shell::types::{JsonbBytes, Name};
+use crate::shell::{OrRaise, Raise};
 use pgrx::datum::{DatumWithOid, Interval};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
@@ -29,16 +33,22 @@ use std::panic::AssertUnwindSafe;
 
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
-const LEDGER_TABLES: &str = include_str!("../../sql/backfill/ledger_tables.sql");
-const PAGE_ATTEMPTS: &str = include_str!("../../sql/backfill/page_attempts.sql");
-const RESOURCE_FIELDS: &str = include_str!("../../sql/backfill/resource_fields.sql");
-const INSERT_OPERATIONS: &str = include_str!("../../sql/backfill/insert_operations.sql");
-const EXISTING_IDENTITIES: &str = include_str!("../../sql/backfill/existing_identities.sql");
-const PAGE_ROW: &str = include_str!("../../sql/backfill/page_row.sql");
-const PROGRESS_ROW: &str = include_str!("../../sql/backfill/progress_row.sql");
-const READ_CHECKPOINT: &str = include_str!("../../sql/backfill/read_checkpoint.sql");
-const WRITE_CHECKPOINT: &str = include_str!("../../sql/backfill/write_checkpoint.sql");
-const STATUS: &str = include_str!("../../sql/backfill/status.sql");
+const LEDGER_TABLES: &str = include_str!("../../sql/queries/backfill/missing_ledger_tables.sql");
+const ATTEMPTS_FROM_START: &str = include_str!("../../sql/queries/backfill/attempts_from_start.sql");
+const ATTEMPTS_FROM_CURSOR: &str = include_str!("../../sql/queries/backfill/attempts_from_cursor.sql");
+const ATTEMPTS_AFTER: &str = include_str!("../../sql/queries/backfill/attempts_after.sql");
+const RESOURCE_FIELDS: &str = include_str!("../../sql/queries/backfill/resource_fields.sql");
+const INSERT_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_operations.sql");
+const INSERT_OPERATIONS_RETURNING_KEYS: &str =
+    include_str!("../../sql/queries/backfill/insert_operations_returning_keys.sql");
+const INSERT_NEW_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_new_operations.sql");
+const EXISTING_IDENTITIES: &str = include_str!("../../sql/queries/backfill/existing_identities.sql");
+const PAGE_ROW: &str = include_str!("../../sql/queries/backfill/page_row.sql");
+const PROGRESS_ROW: &str = include_str!("../../sql/queries/backfill/progress_row.sql");
+const READ_CHECKPOINT: &str = include_str!("../../sql/queries/backfill/read_checkpoint.sql");
+const WRITE_CHECKPOINT: &str = include_str!("../../sql/queries/backfill/write_checkpoint.sql");
+const STATUS_WITHOUT_CURSOR: &str = include_str!("../../sql/queries/backfill/status_without_cursor.sql");
+const STATUS_AFTER_CURSOR: &str = include_str!("../../sql/queries/backfill/status_after_cursor.sql");
 
 // ---------------------------------------------------------------------------
 // Statements and rows
@@ -204,13 +214,17 @@ fn timestamps(values: impl Iterator<Item = i64>) -> DatumWithOid<'static> {
 // Arguments
 
 fn required<T>(argument: &'static str, value: Option<T>) -> T {
-    value.unwrap_or_else(|| raise_arg(ArgError::new(argument, "must not be NULL")))
+    value.unwrap_or_else(|| Error::argument(argument, "must not be NULL").raise())
 }
+
+/// What the backfill does with the ledger's tables (the DETAIL when they are missing).
+const LEDGER_USE: &str = "The backfill reads attempts and runs, inserts into runtime_sandbox_operations and keeps its \
+                          checkpoint in control.";
 
 /// The ledger schema must exist and hold the tables the backfill uses.
 fn ledger(ledger_schema: Option<Name>) -> SchemaName {
     let name = required("ledger_schema", ledger_schema);
-    let schema = check(args::schema_name("ledger_schema", name.as_str()));
+    let schema = args::schema_name("ledger_schema", name.as_str()).or_raise();
     // One kept statement per call (the procedure calls once per page); the
     // schema's existence is asked only to name what is missing.
     let missing = Spi::connect_mut(|client| {
@@ -220,32 +234,28 @@ fn ledger(ledger_schema: Option<Name>) -> SchemaName {
         table.first().get_one::<String>().unwrap_or_else(|e| error!("runtime_sandbox: checking ledger tables failed: {e}"))
     });
     if let Some(missing) = missing {
-        existing_schema("ledger_schema", name.as_str());
-        raise_arg(ArgError::new(
-            "ledger_schema",
-            format!("schema {:?} has no {missing} table (run runtime_sandbox.install_ledger first)", schema.name),
-        ));
+        ledger_missing("ledger_schema", &schema, &missing, LEDGER_USE);
     }
     schema
 }
 
 fn page_limit(batch_size: Option<i32>) -> usize {
-    check(args::batch_size(required("batch_size", batch_size))) as usize
+    args::batch_size(required("batch_size", batch_size)).or_raise() as usize
 }
 
 /// The `after` argument of the single-page functions: every field set, and a
 /// cursor the application accepts (its `Date.parse` of the timestamp's text).
 fn after_position(after: Option<PgHeapTuple<'_, AllocatedByRust>>) -> Option<After> {
     let after = after?;
-    let field_error = |e| -> ! { raise_arg(ArgError::new("after", format!("is not a backfill_cursor: {e}"))) };
+    let field_error = |e| -> ! { Error::argument("after", format!("is not a backfill_cursor: {e}")).raise() };
     let updated_at = after.get_by_name::<pgrx::datum::TimestampWithTimeZone>("updated_at").unwrap_or_else(|e| field_error(e));
     let run_id = after.get_by_name::<String>("run_id").unwrap_or_else(|e| field_error(e));
     let attempt = after.get_by_name::<i32>("attempt").unwrap_or_else(|e| field_error(e));
     let ordinal = after.get_by_name::<i32>("resource_ordinal").unwrap_or_else(|e| field_error(e));
-    let cursor = check(after_argument(updated_at.map(i64::from), run_id, attempt, ordinal));
+    let cursor = after_argument(updated_at.map(i64::from), run_id, attempt, ordinal).or_raise();
     let text = iso_timestamp(cursor.updated_at);
     if !date_parse_accepts(&text) {
-        raise_arg(ArgError::new("after", format!("updated_at {text} is not a timestamp the application accepts")));
+        Error::argument("after", format!("updated_at {text} is not a timestamp the application accepts")).raise();
     }
     Some(position(&cursor))
 }
@@ -333,15 +343,12 @@ fn read_timestamp(ledger: &SchemaName, text: &str) -> i64 {
 
 /// Fetch the next attempts (the kept plan per ledger, keyset kind and fetch size).
 fn fetch_attempts(client: &mut SpiClient<'_>, ledger: &SchemaName, from: &FetchFrom, fetch: i64) -> Rows {
-    let (keyset, key) = match from {
-        FetchFrom::Start => ("", None),
-        FetchFrom::AtOrAfter(key) => ("AND (attempt.updated_at, attempt.run_id, attempt.attempt) >= ($1, $2, $3)", Some(key)),
-        FetchFrom::After(key) => ("AND (attempt.updated_at, attempt.run_id, attempt.attempt) > ($1, $2, $3)", Some(key)),
+    let (statement, key) = match from {
+        FetchFrom::Start => (ATTEMPTS_FROM_START, None),
+        FetchFrom::AtOrAfter(key) => (ATTEMPTS_FROM_CURSOR, Some(key)),
+        FetchFrom::After(key) => (ATTEMPTS_AFTER, Some(key)),
     };
-    let sql = PAGE_ATTEMPTS
-        .replace("@after@", keyset)
-        .replace("@fetch@", &fetch.to_string())
-        .replace("@ledger@", &ledger.quoted);
+    let sql = statement.replace("@fetch@", &fetch.to_string()).replace("@ledger@", &ledger.quoted);
     let args: Vec<DatumWithOid<'static>> = match key {
         None => Vec::new(),
         Some(key) => vec![timestamptz_arg(Some(key.updated_at)), text_arg(Some(&key.run_id)), key.attempt.into()],
@@ -417,10 +424,10 @@ fn scan_page(client: &mut SpiClient<'_>, ledger: &SchemaName, rules: Rules, afte
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Insert {
     /// `ON CONFLICT (identity) DO NOTHING`: the application's insert.
-    OnConflictDoNothing,
+    SkipExisting,
     /// A plain INSERT: cheaper (no speculative pre-check of the identity
     /// index per row), and the same rows when no winner's identity exists yet.
-    Plain,
+    New,
 }
 
 /// What the winners' INSERT did: how many rows, and (when asked) their operation keys.
@@ -430,9 +437,9 @@ struct Inserted {
 }
 
 /// Insert the page's winners as live operations; existing operations are never changed.
-fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, winners: &[usize], returning: bool) -> Inserted {
+fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, winners: &[usize], with_keys: bool) -> Inserted {
     if winners.is_empty() {
-        return Inserted { count: 0, keys: returning.then(FastSet::default) };
+        return Inserted { count: 0, keys: with_keys.then(FastSet::default) };
     }
     let items: Vec<_> = winners.iter().map(|&i| page.item(i)).collect();
     let keys: Vec<Vec<u8>> = items.iter().map(|item| item.resource.operation_key()).collect();
@@ -449,37 +456,41 @@ fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, 
     ];
     let all = winners.len() as i64;
     if INSERT_MODE.with(Cell::get).optimistic() {
-        if let Some(inserted) = insert_without_conflicts(client, ledger, &args, returning) {
+        if let Some(inserted) = insert_without_conflicts(client, ledger, &args, &keys, with_keys) {
             return inserted;
         }
         INSERT_MODE.with(|m| m.set(InsertMode::after_conflict()));
     }
-    let inserted = run_insert(client, ledger, Insert::OnConflictDoNothing, &args, returning);
+    let inserted = run_insert(client, ledger, Insert::SkipExisting, &args, &keys, with_keys);
     INSERT_MODE.with(|m| m.set(m.get().after_page(inserted.count == all)));
     inserted
 }
 
+/// Run one form of the INSERT (`winner_keys`: the operation keys of the rows in `args`).
 fn run_insert(
     client: &mut SpiClient<'_>,
     ledger: &SchemaName,
     insert: Insert,
     args: &[DatumWithOid<'static>],
-    returning: bool,
+    winner_keys: &[Vec<u8>],
+    with_keys: bool,
 ) -> Inserted {
-    let on_conflict = match insert {
-        Insert::OnConflictDoNothing => "ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING",
-        Insert::Plain => "",
+    let statement = match (insert, with_keys) {
+        (Insert::New, _) => INSERT_NEW_OPERATIONS,
+        (Insert::SkipExisting, false) => INSERT_OPERATIONS,
+        (Insert::SkipExisting, true) => INSERT_OPERATIONS_RETURNING_KEYS,
     };
-    let sql = INSERT_OPERATIONS
-        .replace("@on_conflict@", on_conflict)
-        .replace("@returning@", if returning { "RETURNING operation_key" } else { "" })
-        .replace("@ledger@", &ledger.quoted);
+    let sql = statement.replace("@ledger@", &ledger.quoted);
     run_kept(client, &sql, args, &|e| page_failed(ledger, e));
     // SAFETY: SPI_processed of the INSERT just run.
     let count = unsafe { pg_sys::SPI_processed } as i64;
-    let keys = returning.then(|| {
-        let rows = Rows::of_last_statement();
-        (0..rows.count).map(|row| rows.bytes(row, 1).expect("operation_key is NOT NULL").to_vec()).collect()
+    let keys = with_keys.then(|| match insert {
+        // A plain INSERT inserts every row or fails.
+        Insert::New => winner_keys.iter().cloned().collect(),
+        Insert::SkipExisting => {
+            let rows = Rows::of_last_statement();
+            (0..rows.count).map(|row| rows.bytes(row, 1).expect("operation_key is NOT NULL").to_vec()).collect()
+        }
     });
     Inserted { count, keys }
 }
@@ -493,7 +504,8 @@ fn insert_without_conflicts(
     client: &mut SpiClient<'_>,
     ledger: &SchemaName,
     args: &[DatumWithOid<'static>],
-    returning: bool,
+    winner_keys: &[Vec<u8>],
+    with_keys: bool,
 ) -> Option<Inserted> {
     // As PL/pgSQL runs a block with an EXCEPTION clause (pl_exec.c).
     // SAFETY: the subtransaction is begun here and released or rolled back on every path below.
@@ -513,7 +525,7 @@ fn insert_without_conflicts(
         pg_sys::CurrentResourceOwner = owner;
     };
     PgTryBuilder::new(AssertUnwindSafe(|| {
-        let inserted = run_insert(client, ledger, Insert::Plain, args, returning);
+        let inserted = run_insert(client, ledger, Insert::New, args, winner_keys, with_keys);
         end(true);
         Some(inserted)
     }))
@@ -656,17 +668,13 @@ fn read_checkpoint(ledger: &SchemaName) -> Checkpoint {
 }
 
 fn checkpoint_error(ledger: &SchemaName, reason: String) -> ! {
-    ereport!(
-        PgLogLevel::ERROR,
-        PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-        format!(
-            "runtime_sandbox: the backfill checkpoint in {}.control (key {}) is unusable: {reason}",
-            ledger.quoted,
-            checkpoint::CONTROL_KEY
-        ),
-        "Fix the value, or delete the row to restart the backfill from the oldest attempt."
-    );
-    unreachable!("ereport(ERROR) does not return")
+    Error::new(
+        Kind::UnusableStoredValue,
+        format!("the backfill checkpoint in {}.control (key {}) is unusable: {reason}", ledger.quoted, checkpoint::CONTROL_KEY),
+    )
+    .detail("The backfill resumes from its checkpoint as the application does, and stops where the application would.")
+    .hint("Fix the value, or delete the row to restart the backfill from the oldest attempt.")
+    .raise()
 }
 
 /// A stored cursor as a page position, its timestamp read as the application reads it.
@@ -805,11 +813,14 @@ fn backfill_status(
     let after = stored
         .cursor
         .map(|c| stored_position(&ledger, c.to_position().unwrap_or_else(|e| checkpoint_error(&ledger, e))));
-    let condition = if after.is_some() { "AND (attempt.updated_at, attempt.run_id, attempt.attempt) > ($1, $2, $3)" } else { "" };
-    let sql = STATUS.replace("@after_attempt@", condition).replace("@ledger@", &ledger.quoted);
+    let (statement, args) = match &after {
+        Some(after) => (STATUS_AFTER_CURSOR, Vec::from(next_cursor_args(Some(after)))),
+        None => (STATUS_WITHOUT_CURSOR, Vec::new()),
+    };
+    let sql = statement.replace("@ledger@", &ledger.quoted);
     let (cursor, remaining) = Spi::connect_mut(|client| {
         let fail = |e: String| error!("runtime_sandbox: backfill status on {} failed: {e}", ledger.name);
-        let table = run_kept(client, &sql, &next_cursor_args(after.as_ref()), &fail);
+        let table = run_kept(client, &sql, &args, &fail);
         table.first().get_two::<Row, i64>().unwrap_or_else(|e| raise(&fail, e))
     });
     TableIterator::once((Phase::Pending.as_str().to_owned(), cursor, remaining.unwrap_or(0)))
@@ -829,10 +840,10 @@ fn backfill_run_lock_key(
     ledger_schema: Option<Name>,
 ) -> i64 {
     page_limit(batch_size);
-    check(run_max_batches(max_batches));
+    run_max_batches(max_batches).or_raise();
     let pause = required("pause", pause);
     if pause.is_negative() {
-        raise_arg(ArgError::new("pause", "must not be negative"));
+        Error::argument("pause", "must not be negative").raise();
     }
     let ledger = ledger(ledger_schema);
     run_lock_key(&ledger.name)

@@ -5,7 +5,7 @@
 //! arguments → the desired state) and `rules` (the stock/drift decisions).
 //! Imports run one way: vocabulary, js ← input ← rules. `shell` (pgrx) reads
 //! and locks the rows over SPI, asks the core, and writes its answer with the
-//! SQL in `sql/managed/`.
+//! SQL in `sql/queries/managed/` (the tables it creates: `sql/ddl/`).
 
 pub mod input;
 pub mod js;
@@ -16,9 +16,9 @@ mod shell;
 
 use pgrx::prelude::*;
 
-extension_sql_file!("../../sql/managed/types.sql", name = "managed_types", requires = ["stock_status"]);
+extension_sql_file!("../../sql/extension/managed_types.sql", name = "managed_types", requires = ["stock_status"]);
 extension_sql_file!(
-    "../../sql/managed/api.sql",
+    "../../sql/extension/managed_api.sql",
     name = "managed_api",
     requires = [
         "managed_types",

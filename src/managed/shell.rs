@@ -1,6 +1,6 @@
 //! The pgrx shell of managed environments: validate, lock and read over SPI,
 //! ask the pure core (`rules`), write its answer. Every statement is in
-//! `sql/managed/` with `@app@` replaced by the validated, quoted app_schema.
+//! `sql/queries/managed/` with `@app@` replaced by the validated, quoted app_schema.
 //! Errors are `crate::error` kinds: 22023 arguments, 42P01 missing tables,
 //! 23505 a name held by a non-sandbox row, 40001 a concurrent change (retry).
 
@@ -8,9 +8,11 @@ use super::input::{self, Desired, ReconcileArgs};
 use super::js;
 use super::rules::{self, Binding, BindingRehash, BindingWrite, Environment, Plan};
 use super::vocabulary;
-use crate::args::{schema_name, ArgError, SchemaName};
-use crate::error::{Error, Kind, OrRaise};
-use crate::pg_types::{JsonbText, Name};
+use crate::args::{schema_name, SchemaName};
+use crate::error::{Error, Kind};
+use crate::shell::types::{JsonbText, Name};
+use crate::shell::spi::schema_exists;
+use crate::shell::{OrRaise, Raise};
 use crate::stock::status::StockStatus;
 use pgrx::callconv::{BoxRet, FcInfo};
 use pgrx::datum::{Datum, DatumWithOid};
@@ -29,7 +31,7 @@ type Row = PgHeapTuple<'static, AllocatedByRust>;
 
 macro_rules! sql {
     ($file:literal) => {
-        include_str!(concat!("../../sql/managed/", $file))
+        include_str!(concat!("../../sql/queries/managed/", $file))
     };
 }
 
@@ -80,13 +82,13 @@ struct App {
 
 impl App {
     fn open(app_schema: Option<Name>) -> App {
-        let Some(value) = app_schema else { Error::from(ArgError::new("app_schema", "must not be null")).raise() };
+        let Some(value) = app_schema else { Error::argument("app_schema", "must not be null").raise() };
         let schema = schema_name("app_schema", value.as_str()).or_raise();
         let install = format!("SELECT runtime_sandbox.install_environment_tables('{}')", schema.name);
         let (exists, missing) = Spi::get_two_with_args::<bool, String>(sql!("missing_tables.sql"), &[schema.name.as_str().into()])
             .unwrap_or_else(|e| failed("checking app_schema", e));
         if exists != Some(true) {
-            Error::from(ArgError::new("app_schema", format!("schema {:?} does not exist", schema.name)))
+            Error::argument("app_schema", format!("schema {:?} does not exist", schema.name))
                 .hint(format!("{install} creates it with the application's tables."))
                 .raise();
         }
@@ -507,8 +509,8 @@ fn archive_managed_environment(
     app_schema: default!(Option<Name>, "'public'"),
 ) -> pgrx::composite_type!('static, "runtime_sandbox.managed_environment_archive") {
     let provider = match provider {
-        None => Error::from(ArgError::new("provider", "must not be null")).raise(),
-        Some(p) if p.is_empty() => Error::from(ArgError::new("provider", "must not be empty")).raise(),
+        None => Error::argument("provider", "must not be null").raise(),
+        Some(p) if p.is_empty() => Error::argument("provider", "must not be empty").raise(),
         Some(p) => p,
     };
     let app = App::open(app_schema);
@@ -523,7 +525,7 @@ fn archive_managed_environment(
         app.require_current_snapshot(&company_ids, None);
         let row = rules::archive_target(&rows, &provider)?;
         let bindings = app.bindings(&company_ids, Some(&row.id));
-        let token = Spi::get_one::<String>("SELECT pg_catalog.gen_random_uuid()::text")
+        let token = Spi::get_one::<String>(sql!("archive_token.sql"))
             .unwrap_or_else(|e| failed("gen_random_uuid", e))
             .unwrap_or_default();
         let (metadata, rehashed) = rules::archive(row, &bindings, &token);
@@ -548,17 +550,11 @@ fn archive_managed_environment(
 #[search_path(pg_catalog, pg_temp)]
 fn install_environment_tables(app_schema: default!(Name, "'public'")) {
     let schema = schema_name("app_schema", app_schema.as_str()).or_raise();
-    let exists = Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
-        &[schema.name.as_str().into()],
-    )
-    .unwrap_or_else(|e| failed("checking app_schema", e))
-    .unwrap_or(false);
-    if !exists {
-        Spi::run(&format!("CREATE SCHEMA {}", schema.quoted))
+    if !schema_exists(&schema.name) {
+        Spi::run(&include_str!("../../sql/ddl/app_schema.sql").replace("@app@", &schema.quoted))
             .unwrap_or_else(|e| failed(&format!("creating schema {}", schema.name), e));
     }
-    Spi::run(&sql!("install.sql").replace("@app@", &schema.quoted))
+    Spi::run(&include_str!("../../sql/ddl/environment_tables.sql").replace("@app@", &schema.quoted))
         .unwrap_or_else(|e| failed(&format!("install_environment_tables({})", schema.name), e));
 }
 

@@ -8,7 +8,8 @@
 //! bytewise). `stableJson` then stable-sorts those keys with `localeCompare`
 //! (ICU, en-US), so keys that collate equal keep that `Object.keys` order.
 
-use super::json::{self, Value};
+use super::json;
+use crate::jsonb::Value;
 use icu_collator::options::{CollatorOptions, Strength};
 use icu_collator::{Collator, CollatorBorrowed};
 use sha2::{Digest, Sha256};
@@ -906,6 +907,17 @@ mod javascript_parity {
             let a = stable_json(&base).unwrap();
             let b = stable_json(&shuffled).unwrap();
             prop_assert_eq!(a, b);
+        }
+
+        #[test]
+        fn the_binary_reader_hashes_as_the_text_reader(doc in document()) {
+            // What stock_hash reads (jsonb's binary container) against what the
+            // application parses (jsonb_out's text): the same canonical text.
+            let mut text = String::new();
+            jsonb_text(&doc, &mut text);
+            let binary = crate::jsonb::encode::encode(&doc);
+            let decoded = crate::jsonb::decode(&binary).unwrap();
+            prop_assert_eq!(stable_json_value(&decoded, binary.len()), stable_json(&text).unwrap());
         }
 
         #[test]

@@ -3,21 +3,12 @@
 //! `stableJson` runs after `JSON.parse`, so every number is rounded to an
 //! IEEE double exactly once, from the digits PostgreSQL printed. Keeping the
 //! text lets us do that same single rounding instead of serde's best-effort one.
+//! It builds the tree the binary reader decodes jsonb into (`crate::jsonb::Value`),
+//! with the same bound on nesting.
 
+use crate::jsonb::{Value, MAX_DEPTH};
 use std::borrow::Cow;
 use std::fmt;
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value<'a> {
-    Null,
-    Bool(bool),
-    /// The number as exact decimal text (as written, or rebuilt from a numeric).
-    Number(Cow<'a, str>),
-    String(Cow<'a, str>),
-    Array(Vec<Value<'a>>),
-    /// Members in source order; duplicates are resolved later, as `JSON.parse` does.
-    Object(Vec<(Cow<'a, str>, Value<'a>)>),
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
@@ -44,13 +35,6 @@ pub fn parse(text: &str) -> Result<Value<'_>, ParseError> {
     }
     Ok(value)
 }
-
-/// How deep a document may nest. Reading, writing and dropping a value recurse
-/// once per level, so this bounds the stack a stock hash uses: a debug build
-/// overflowed a backend's stack between 3,000 and 3,500 levels (the backend
-/// died and the postmaster restarted every session), while PostgreSQL's jsonb
-/// accepts far deeper documents. Stock defaults are a few levels deep.
-pub const MAX_DEPTH: usize = 1000;
 
 struct Reader<'a> {
     text: &'a str,

@@ -1,16 +1,32 @@
 //! Stock hashes: the application's `stableJson` / `stockHash` and the
-//! managed-resource status rules (pure core), plus the SQL functions built on
-//! them (`shell`).
+//! managed-resource status rules (pure core: `json`, the text reader;
+//! `canonical`; `status`), plus the SQL functions built on them (`shell`, which
+//! reads a jsonb argument with `crate::jsonb`).
 
 pub mod canonical;
 pub mod json;
-pub mod jsonb_binary;
 pub mod status;
+
+// moved to crate::jsonb; re-exported until reconcile imports it from there
+pub mod jsonb_binary {
+    pub use crate::jsonb::{Container, DecodeError, Item, Kind};
+    #[cfg(test)]
+    pub use crate::jsonb::encode::encode;
+}
 
 mod shell;
 
+use pgrx::prelude::*;
+
+extension_sql_file!("../../sql/extension/stock_types.sql", name = "stock_status", requires = ["schema"]);
+extension_sql_file!(
+    "../../sql/extension/stock_api.sql",
+    name = "comments_stock",
+    requires = [stable_json, stock_hash, managed_resource_status, "stock_status"]
+);
+
 #[cfg(feature = "pg_test")]
-#[pgrx::pg_schema]
+#[pg_schema]
 mod tests {
     include!("pg_tests.rs");
 }

@@ -1,10 +1,11 @@
 //! The pgrx shell of the stock hashes: thin SQL wrappers over the pure core.
 
+use super::canonical;
 use super::status::{self, StockStatus};
-use super::json::MAX_DEPTH;
-use super::{canonical, jsonb_binary};
 use crate::error::{Error, Kind};
-use crate::pg_types::JsonbBytes;
+use crate::jsonb::{self, DecodeError, MAX_DEPTH};
+use crate::shell::types::JsonbBytes;
+use crate::shell::Raise;
 use pgrx::callconv::{BoxRet, FcInfo};
 use pgrx::datum::Datum;
 use pgrx::pgrx_sql_entity_graph::metadata::{
@@ -13,13 +14,13 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
 use pgrx::prelude::*;
 
 fn canonical_text(doc: &JsonbBytes) -> String {
-    match jsonb_binary::decode(doc.as_bytes()) {
+    match jsonb::decode(doc.as_bytes()) {
         Ok(value) => canonical::stable_json_value(&value, doc.as_bytes().len() + 64),
-        Err(e) if e.0 == "string is not UTF-8" => Error::new(Kind::NotUtf8, "cannot hash a jsonb string that is not UTF-8")
+        Err(e) if e == DecodeError::NOT_UTF8 => Error::new(Kind::NotUtf8, "cannot hash a jsonb string that is not UTF-8")
             .detail(e.to_string())
             .hint("Stock hashes are the application's, over UTF-8 JSON: use a database with encoding UTF8.")
             .raise(),
-        Err(e) if e.0 == "nesting too deep" => {
+        Err(e) if e == DecodeError::TOO_DEEP => {
             Error::new(Kind::LimitExceeded, format!("invalid argument value: nested more than {MAX_DEPTH} levels deep"))
                 .hint("Stock documents are hashed by a recursive reader with a bounded stack.")
                 .raise()
@@ -55,7 +56,7 @@ fn managed_resource_status(
 }
 
 /// A `runtime_sandbox.managed_stock_status` result (the enum type is created in
-/// `sql/stock_status.sql`). An enum value is its label's OID, passed by value.
+/// `sql/extension/stock_types.sql`). An enum value is its label's OID, passed by value.
 struct StatusLabel(StockStatus);
 
 unsafe impl SqlTranslatable for StatusLabel {

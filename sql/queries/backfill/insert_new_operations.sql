@@ -1,0 +1,15 @@
+-- insert_operations.sql without ON CONFLICT, for winners that are all new: the
+-- shell tries it first, in a subtransaction. Cheaper (no speculative pre-check
+-- of the identity index per row), and the same rows when no winner's identity
+-- has an operation yet; otherwise a unique violation rolls it back and the
+-- page is inserted with insert_operations.sql. Nothing is returned: when it
+-- succeeds, every winner inserted.
+INSERT INTO @ledger@.runtime_sandbox_operations (
+    operation_key, provider, run_id, attempt, org_id, environment,
+    sandbox_id, routing_domain, state, provider_created_at
+)
+SELECT winner.operation_key, winner.provider, winner.run_id, winner.attempt, winner.org_id, winner.environment,
+       winner.sandbox_id, winner.routing_domain, 'live'::@ledger@.runtime_sandbox_operation_state, winner.updated_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[], $8::text[],
+            $9::timestamptz[])
+     AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)

@@ -1,0 +1,13 @@
+//! What every capability's pgrx shell shares (the cores never import it):
+//! - `raise`: `crate::error::Error` raised as a PostgreSQL ERROR with its
+//!   SQLSTATE, DETAIL and HINT (`Raise`, `OrRaise`; `raise_arg` and `check` for
+//!   argument errors);
+//! - `spi`: catalog look-ups the shells run before their own statements;
+//! - `types`: argument types pgrx does not map the way the extension needs.
+
+pub mod raise;
+pub mod spi;
+pub mod types;
+
+pub use raise::{check, raise_arg, OrRaise, Raise};
+pub use spi::existing_schema;
