@@ -15,6 +15,7 @@ mod shell;
 
 pub mod backfill;
 pub mod ledger;
+pub mod operations;
 pub mod reconcile;
 pub mod stock;
 
