@@ -17,6 +17,7 @@ mod shell;
 pub mod backfill;
 pub mod ledger;
 pub mod managed;
+pub mod operations;
 pub mod reconcile;
 pub mod stock;
 

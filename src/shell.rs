@@ -33,3 +33,9 @@ pub fn existing_schema(argument: &'static str, value: &str) -> SchemaName {
     }
     schema
 }
+
+/// Raise an error with a hint (what to do about it). Nothing is written after it.
+pub fn raise_with_hint(code: PgSqlErrorCode, message: String, hint: String, function: &'static str) -> ! {
+    pgrx::pg_sys::panic::ErrorReport::new(code, message, function).set_hint(hint).report(PgLogLevel::ERROR);
+    unreachable!("ereport(ERROR) does not return")
+}
