@@ -60,7 +60,7 @@ pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str
     if !missing.is_empty() {
         raise_with_hint(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("runtime_sandbox: {function}: ledger schema {:?} lacks {}", ledger.name, missing.join(", ")),
+            format!("runtime_sandbox: {function}: ledger_schema {:?} lacks {}", ledger.name, missing.join(", ")),
             format!(
                 "Run SELECT runtime_sandbox.install_ledger('{}'); it is idempotent and adds what a ledger of an earlier version lacks.",
                 ledger.name

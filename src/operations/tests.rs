@@ -122,7 +122,7 @@ fn operations_record_snapshot_validates_and_normalizes_like_the_inventory() {
     run("CREATE SCHEMA op_record_old");
     assert_eq!(
         attempt("SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[]', now(), ledger_schema => 'op_record_old')"),
-        "55000 runtime_sandbox: record_inventory_snapshot: ledger schema \"op_record_old\" lacks \
+        "55000 runtime_sandbox: record_inventory_snapshot: ledger_schema \"op_record_old\" lacks \
          provider_inventory_snapshots, provider_inventory_items | Run SELECT runtime_sandbox.install_ledger('op_record_old'); \
          it is idempotent and adds what a ledger of an earlier version lacks."
     );
@@ -192,7 +192,7 @@ fn operations_latest_needs_a_fresh_snapshot() {
     }
     run("CREATE SCHEMA op_fresh_old");
     let got = attempt("SELECT runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'op_fresh_old')");
-    assert!(got.starts_with("55000 runtime_sandbox: reconcile_daytona_latest: ledger schema \"op_fresh_old\" lacks \
+    assert!(got.starts_with("55000 runtime_sandbox: reconcile_daytona_latest: ledger_schema \"op_fresh_old\" lacks \
                              provider_inventory_snapshots, provider_inventory_items, reconciliation_runs, \
                              reconciliation_runs.snapshot_id | Run SELECT runtime_sandbox.install_ledger('op_fresh_old');"),
             "{got}");
@@ -344,6 +344,6 @@ fn operations_schedule_jobs_by_name_with_quoted_commands() {
     // A ledger the job could not run against is refused now, not at every tick.
     run("CREATE SCHEMA op_cron_old");
     let got = attempt("SELECT runtime_sandbox.schedule_reconciliation(ledger_schema => 'op_cron_old')");
-    assert!(got.starts_with("55000 runtime_sandbox: schedule_reconciliation: ledger schema \"op_cron_old\" lacks"), "{got}");
+    assert!(got.starts_with("55000 runtime_sandbox: schedule_reconciliation: ledger_schema \"op_cron_old\" lacks"), "{got}");
     assert_eq!(int("SELECT count(*) FROM cron.job"), 0);
 }

@@ -42,7 +42,17 @@ extension_sql_file!("../../sql/reconcile/api.sql", name = "reconcile_api", requi
 
 /// What an apply of `reconcile_daytona` needs in the ledger beyond the
 /// application's tables (a dry run needs nothing more).
-const APPLY_NEEDS: &[&str] = &["reconciliation_runs"];
+/// What a dry run reads, and what an apply also writes: checked before any
+/// work, so a schema without the ledger is an error naming ledger_schema.
+const READ_NEEDS: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
+const APPLY_NEEDS: &[&str] = &[
+    "runtime_sandbox_operations",
+    "runtime_sandbox_capacity_leases",
+    "sandbox_cleanup_jobs_v2",
+    "sandbox_cleanup_events_v2",
+    "attempts",
+    "reconciliation_runs",
+];
 
 /// The validated arguments every reconciliation takes.
 pub(crate) struct Options {
@@ -133,9 +143,8 @@ fn reconcile(
     let listing = validate_listing(inventory, inventory_captured_at);
     let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
     let summary = Spi::connect_mut(|client| {
-        if !options.dry_run {
-            crate::ledger::require(client, &options.ledger, APPLY_NEEDS, "reconcile_daytona");
-        }
+        let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
+        crate::ledger::require(client, &options.ledger, needs, "reconcile_daytona");
         let previous = jit(client, "off");
         let started_at = now();
         let summary = if take_guard(client, &options) {

@@ -887,7 +887,7 @@ fn reconcile_apply_without_history_table_fails_before_any_work() {
     .unwrap();
     assert_eq!(
         got,
-        "55000 runtime_sandbox: reconcile_daytona: ledger schema \"rc_no_history\" lacks reconciliation_runs | \
+        "55000 runtime_sandbox: reconcile_daytona: ledger_schema \"rc_no_history\" lacks reconciliation_runs | \
          Run SELECT runtime_sandbox.install_ledger('rc_no_history'); it is idempotent and adds what a ledger of an \
          earlier version lacks."
     );
