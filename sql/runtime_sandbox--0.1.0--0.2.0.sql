@@ -173,11 +173,9 @@ BEGIN
 END
 $procedure$;
 
--- ---------------------------------------------------------------------------
--- Reconciliation run unattended (issue 9): the mass-absence valve and the
--- columns that explain it, inventory snapshots, reconcile_daytona_latest,
--- pg_cron scheduling. The texts below are cargo pgrx schema's.
--- ---------------------------------------------------------------------------
+-- Section: reconciliation run unattended (issue 9) — the mass-absence valve and the result columns that explain
+-- it, inventory snapshots, reconcile_daytona_latest, pg_cron scheduling. The statements are cargo pgrx schema's,
+-- qualified with @extschema@, without pgrx's type comments; the grant carry-over as the header shows.
 ALTER TYPE @extschema@.reconciliation_summary
     ADD ATTRIBUTE absent_candidates    bigint,
     ADD ATTRIBUTE live_operations      bigint,
@@ -189,100 +187,99 @@ COMMENT ON TYPE @extschema@.reconciliation_summary IS
 -- reconcile_daytona gains max_absent_ratio (last, so positional 0.1.0 calls keep working). The grants users
 -- gave on the 0.1.0 function are carried over to the new one (see the header).
 SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
-           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::text), ', '), ''), true)
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
- WHERE p.oid = '@extschema@.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name)'::pg_catalog.regprocedure
-   AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner;
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
 DROP FUNCTION @extschema@.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name);
-CREATE  FUNCTION "reconcile_daytona"(
-	"inventory" jsonb, /* Option < JsonbBytes > */
-	"inventory_captured_at" timestamp with time zone, /* Option < TimestampWithTimeZone > */
-	"dry_run" bool, /* Option < bool > */
-	"batch_size" INT DEFAULT 500, /* Option < i32 > */
-	"minimum_age" interval DEFAULT '10 minutes', /* Option < Interval > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
-	"max_absent_ratio" real DEFAULT 0.5 /* Option < f32 > */
-) RETURNS runtime_sandbox.reconciliation_summary /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
-> */
-VOLATILE PARALLEL UNSAFE  
+CREATE FUNCTION @extschema@."reconcile_daytona"(
+	"inventory" jsonb,
+	"inventory_captured_at" timestamp with time zone,
+	"dry_run" bool,
+	"batch_size" INT DEFAULT 500,
+	"minimum_age" interval DEFAULT '10 minutes',
+	"ledger_schema" name DEFAULT 'runtime_scheduler',
+	"max_absent_ratio" real DEFAULT 0.5
+) RETURNS @extschema@.reconciliation_summary
+VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'reconcile_daytona_guarded_wrapper';
 COMMENT ON FUNCTION @extschema@.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real) IS
 'Reconciles the sandbox ledger in ledger_schema against one complete, label-scoped Daytona inventory (a JSON array of {sandboxId, operationKey?, routingDomain?}) captured at inventory_captured_at: releases leases of durably deleted sandboxes, recovers reserved creates by a unique operation label, fails closed on any unowned provider sandbox, seeds capacity leases for live sandboxes and marks at most batch_size absent live operations (older than minimum_age) provider-confirmed-absent. Blocks (status blocked_mass_absence, nothing seeded or marked) when the inventory is empty while live operations would be called absent, or when more than 10 absent candidates exceed max_absent_ratio (0 < ratio <= 1; 1 never blocks) of the live operations. One transaction; dry_run writes nothing. Applies are recorded in <ledger_schema>.reconciliation_runs; an overlapping apply returns status skipped_concurrent.';
 REVOKE EXECUTE ON FUNCTION @extschema@.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real) FROM PUBLIC;
 DO $$ BEGIN
-  IF pg_catalog.current_setting('runtime_sandbox.grantees') <> '' THEN
-    EXECUTE 'GRANT EXECUTE ON FUNCTION @extschema@.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real) TO '
-            || pg_catalog.current_setting('runtime_sandbox.grantees');
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@.reconcile_daytona(jsonb, timestamptz, boolean, ',
+            'integer, interval, name, real) TO ', pg_catalog.current_setting('runtime_sandbox.grantees'));
   END IF;
 END $$;
 
-CREATE  FUNCTION "record_inventory_snapshot"(
-	"provider" TEXT, /* Option < & str > */
-	"items" jsonb, /* Option < JsonbBytes > */
-	"captured_at" timestamp with time zone, /* Option < TimestampWithTimeZone > */
-	"keep_last" INT DEFAULT 20, /* Option < i32 > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
-) RETURNS bigint /* i64 */
+CREATE FUNCTION @extschema@."record_inventory_snapshot"(
+	"provider" TEXT,
+	"items" jsonb,
+	"captured_at" timestamp with time zone,
+	"keep_last" INT DEFAULT 20,
+	"ledger_schema" name DEFAULT 'runtime_scheduler'
+) RETURNS bigint
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'record_inventory_snapshot_wrapper';
 
-CREATE  FUNCTION "reconcile_daytona_latest"(
-	"dry_run" bool DEFAULT false, /* Option < bool > */
-	"batch_size" INT DEFAULT 500, /* Option < i32 > */
-	"minimum_age" interval DEFAULT '10 minutes', /* Option < Interval > */
-	"max_snapshot_age" interval DEFAULT '15 minutes', /* Option < Interval > */
-	"absent_confirmations" INT DEFAULT 2, /* Option < i32 > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
-	"max_absent_ratio" real DEFAULT 0.5 /* Option < f32 > */
-) RETURNS runtime_sandbox.reconciliation_summary /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
-> */
-VOLATILE PARALLEL UNSAFE 
+CREATE FUNCTION @extschema@."reconcile_daytona_latest"(
+	"dry_run" bool DEFAULT false,
+	"batch_size" INT DEFAULT 500,
+	"minimum_age" interval DEFAULT '10 minutes',
+	"max_snapshot_age" interval DEFAULT '15 minutes',
+	"absent_confirmations" INT DEFAULT 2,
+	"ledger_schema" name DEFAULT 'runtime_scheduler',
+	"max_absent_ratio" real DEFAULT 0.5
+) RETURNS @extschema@.reconciliation_summary
+VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'reconcile_daytona_latest_wrapper';
 
-CREATE  FUNCTION "schedule_reconciliation"(
-	"schedule" TEXT DEFAULT '*/5 * * * *', /* Option < & str > */
-	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
-) RETURNS bigint /* i64 */
+CREATE FUNCTION @extschema@."schedule_reconciliation"(
+	"schedule" TEXT DEFAULT '*/5 * * * *',
+	"job_name" TEXT DEFAULT NULL,
+	"ledger_schema" name DEFAULT 'runtime_scheduler'
+) RETURNS bigint
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'schedule_reconciliation_wrapper';
 
-CREATE  FUNCTION "unschedule_reconciliation"(
-	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
-) RETURNS bool /* bool */
+CREATE FUNCTION @extschema@."unschedule_reconciliation"(
+	"job_name" TEXT DEFAULT NULL,
+	"ledger_schema" name DEFAULT 'runtime_scheduler'
+) RETURNS bool
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'unschedule_reconciliation_wrapper';
 
-CREATE  FUNCTION "schedule_sandbox_operation_backfill"(
-	"schedule" TEXT DEFAULT '* * * * *', /* Option < & str > */
-	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
-	"batch_size" INT DEFAULT 500, /* Option < i32 > */
-	"max_batches" INT DEFAULT NULL, /* Option < i32 > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
-) RETURNS bigint /* i64 */
+CREATE FUNCTION @extschema@."schedule_sandbox_operation_backfill"(
+	"schedule" TEXT DEFAULT '* * * * *',
+	"job_name" TEXT DEFAULT NULL,
+	"batch_size" INT DEFAULT 500,
+	"max_batches" INT DEFAULT NULL,
+	"ledger_schema" name DEFAULT 'runtime_scheduler'
+) RETURNS bigint
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'schedule_sandbox_operation_backfill_wrapper';
 
-CREATE  FUNCTION "unschedule_sandbox_operation_backfill"(
-	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
-	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
-) RETURNS bool /* bool */
+CREATE FUNCTION @extschema@."unschedule_sandbox_operation_backfill"(
+	"job_name" TEXT DEFAULT NULL,
+	"ledger_schema" name DEFAULT 'runtime_scheduler'
+) RETURNS bool
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
+LANGUAGE c
 AS 'MODULE_PATHNAME', 'unschedule_sandbox_operation_backfill_wrapper';
 
 COMMENT ON FUNCTION @extschema@.record_inventory_snapshot(text, jsonb, timestamptz, integer, name) IS
