@@ -354,6 +354,11 @@ fn update_from_0_1_0_equals_a_fresh_install_and_keeps_data_grants_and_dependents
     for (rel, rows) in &data_before {
         assert_eq!(data_after.get(rel), Some(rows), "{rel} changed in the update");
     }
+    // README's second upgrade step: install_ledger on each ledger adds what the new version uses and keeps
+    // every row; the ledger is then complete.
+    updated.batch_execute("SELECT runtime_sandbox.install_ledger('runtime_scheduler')").unwrap();
+    assert_eq!(user_data(&mut updated), data_after, "install_ledger after the update changed data");
+    assert_eq!(one(&mut updated, "SELECT count(*)::text FROM runtime_sandbox.check_ledger()"), "0");
     let answers_after = operator_answers(UPGRADED);
     for ((sql, before), after) in OPERATOR_CALLS.iter().zip(&answers_before).zip(&answers_after) {
         assert_eq!(after, before, "the operator's call answers differently after the update (a grant lost?):\n  {sql}");
