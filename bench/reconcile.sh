@@ -39,3 +39,17 @@ $PSQL -q -v ON_ERROR_STOP=1 -x $DB -c "SELECT provider_sandbox_count, matched_li
     absent_ledger_rows, seeded_leases, released_terminal_leases, marked_deleted, recovered_reserved_operations,
     has_more_absent_ledger_rows, status FROM bench_inventory,
     runtime_sandbox.reconcile_daytona(inventory, now(), false, ledger_schema => 'bench')"
+
+# History: apply at HISTORY_N sandboxes (default: the largest size) on the
+# same ledger without and then with HISTORY (default 10) x as many sandboxes
+# of history: released leases, durably deleted cleanups, deleted operations
+# (bench/reconcile/history.sql). HISTORY=0 skips it. Target: within 1.3x.
+HISTORY=${HISTORY:-10}
+if [ "$HISTORY" -gt 0 ]; then
+    n=${HISTORY_N:-$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)}
+    $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" "${MIXVARS[@]}" $DB -f "$DIR/ledger.sql" >/dev/null
+    without=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql")
+    $PSQL -q -v ON_ERROR_STOP=1 -v h=$((n * HISTORY)) $DB -f "$DIR/history.sql" >/dev/null
+    with=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql")
+    echo "$without" "$with" | awk -v h="$HISTORY" '{printf "history %sx at n=%s: apply %s ms vs %s ms without (%.2fx), dry %s vs %s (%.2fx); target apply <= 1.3x\n", h, $1, $10, $4, $10 / $4, $9, $3, $9 / $3}'
+fi

@@ -33,6 +33,7 @@ pub use shell::types as pg_types;
 pub mod backfill;
 pub mod ledger;
 pub mod managed;
+pub mod operations;
 pub mod reconcile;
 pub mod stock;
 

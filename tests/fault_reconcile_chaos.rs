@@ -160,7 +160,7 @@ const GIVE_UP: &str = "
 /// What the callers saw, and what the workers hold.
 #[derive(Default)]
 struct Shared {
-    /// Summaries of applies that ran (not skipped), as jsonb text.
+    /// Summaries of every apply (skipped ones included), as jsonb text.
     summaries: Vec<String>,
     statuses: HashMap<String, u32>,
     /// absent_ledger_rows - marked_deleted over applies: candidates the
@@ -216,7 +216,9 @@ fn reconciler(db: String, index: usize, seed: u64, round: Arc<Round>, shared: Ar
                         if counts != 0 {
                             s.errors.push(format!("a skipped call reported counts: {summary}"));
                         }
-                    } else if !dry_run {
+                    }
+                    // Every apply writes its history row, a skipped one too (the health view counts them).
+                    if !dry_run {
                         s.left_to_workers += row.get::<_, i64>(2) - row.get::<_, i64>(3);
                         s.summaries.push(summary);
                     }

@@ -1,5 +1,6 @@
-//! Hardening, over real connections, with the same jobs every time (reconcile, the backfill function and
-//! procedure, managed reconcile, archive and drift, the stock hashes) and the same answers:
+//! Hardening, over real connections, with the same jobs every time (reconcile, inventory snapshots and the
+//! reconciliation of the latest, the backfill function and procedure, managed reconcile, archive and drift,
+//! the stock hashes) and the same answers:
 //! - as a non-superuser operator holding only the grants docs/reference.md lists;
 //! - in a session with temporary tables named like the ledger's and the application's;
 //! - in a session whose search_path puts public before pg_catalog, with public holding a raising clone of
@@ -44,6 +45,26 @@ const JOBS: &[(&str, &str)] = &[
                   inventory => '[{"sandboxId": "sb-1", "operationKey": "label-1"}, {"sandboxId": "sb-9", "operationKey": "label-3"}]',
                   inventory_captured_at => pg_catalog.now(), dry_run => false)"#,
         "applied 1 1 1",
+    ),
+    // The recorder's job: two listings, the second pruning the first (keep_last => 1).
+    (
+        r#"SELECT runtime_sandbox.record_inventory_snapshot('daytona',
+               '[{"sandboxId": "sb-1", "operationKey": "label-1"}, {"sandboxId": "sb-9", "operationKey": "label-3"}]',
+               pg_catalog.now())::pg_catalog.text"#,
+        "1",
+    ),
+    (
+        r#"SELECT runtime_sandbox.record_inventory_snapshot(provider => 'daytona',
+               items => '[{"sandboxId": "sb-1", "operationKey": "label-1"}, {"sandboxId": "sb-9", "operationKey": "label-3"}]',
+               captured_at => pg_catalog.now(), keep_last => 1)::pg_catalog.text"#,
+        "2",
+    ),
+    // The scheduled job: the newest snapshot, as pg_cron runs it (no absence to confirm: sb-2 was marked above).
+    (
+        "SELECT status, snapshot_id::pg_catalog.text, confirming_snapshots::pg_catalog.text,
+                absent_candidates::pg_catalog.text, live_operations::pg_catalog.text, marked_deleted::pg_catalog.text
+           FROM runtime_sandbox.reconcile_daytona_latest(absent_confirmations => 1)",
+        "applied 2 1 0 1 0",
     ),
     (
         "SELECT phase, inserted_operations::pg_catalog.text
@@ -109,6 +130,9 @@ fn assert_real_tables_written(db: &str) {
                     (SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations),
                     (SELECT count(*) FROM runtime_scheduler.sandbox_cleanup_jobs_v2),
                     (SELECT count(*) FROM runtime_scheduler.reconciliation_runs),
+                    (SELECT string_agg(snapshot_id || ':' || reconciled_run_id, ',')
+                       FROM runtime_scheduler.provider_inventory_snapshots),
+                    (SELECT count(*) FROM runtime_scheduler.provider_inventory_items),
                     (SELECT value->>'phase' FROM runtime_scheduler.control),
                     (SELECT count(*) FROM public.environments),
                     (SELECT count(*) FROM public.built_in_managed_resources))",
@@ -117,8 +141,13 @@ fn assert_real_tables_written(db: &str) {
         .unwrap()
         .get(0);
     // op-1..3 and the backfill's dt-1 and mo-1 (sb-9's late fact is op-3's identity); sb-9 pending and sb-2
-    // deleted; one reconciliation run; a complete checkpoint; one managed environment with one binding.
-    assert_eq!(counts, "5 2 1 complete 1 1", "operations, cleanups, runs, checkpoint, environments, bindings");
+    // deleted; two reconciliation runs (reconcile_daytona, then reconcile_daytona_latest); snapshot 2 with its
+    // two items, reconciled by run 2 (snapshot 1 pruned); a complete checkpoint; one managed environment with
+    // one binding.
+    assert_eq!(
+        counts, "5 2 2 2:2 2 complete 1 1",
+        "operations, cleanups, runs, snapshots:run, items, checkpoint, environments, bindings"
+    );
 }
 
 fn seeded(name: &str) -> String {
@@ -154,8 +183,13 @@ fn operator_with_only_the_documented_grants_runs_every_job() {
     let mut operator =
         Client::connect(&format!("host=127.0.0.1 port={} user={OPERATOR} dbname={db}", common::port()), NoTls).unwrap();
     assert_jobs_answer(&run_jobs(&mut operator), "as the operator with docs/reference.md's grants");
-    // Nothing more than that: the DDL stays with the owner.
-    for sql in ["SELECT runtime_sandbox.install_ledger()", "SELECT runtime_sandbox.install_environment_tables()"] {
+    // Nothing more than that: the DDL and the pg_cron jobs stay with the owner.
+    for sql in [
+        "SELECT runtime_sandbox.install_ledger()",
+        "SELECT runtime_sandbox.install_environment_tables()",
+        "SELECT runtime_sandbox.schedule_reconciliation()",
+        "SELECT runtime_sandbox.unschedule_sandbox_operation_backfill()",
+    ] {
         let err = operator.batch_execute(sql).unwrap_err();
         assert!(common::db_message(&err).contains("permission denied"), "{sql}: {err}");
     }
@@ -175,6 +209,8 @@ const LOOK_ALIKE_TABLES: &[&str] = &[
     "runtime_scheduler.sandbox_cleanup_events_v2",
     "runtime_scheduler.control",
     "runtime_scheduler.reconciliation_runs",
+    "runtime_scheduler.provider_inventory_snapshots",
+    "runtime_scheduler.provider_inventory_items",
     "public.companies",
     "public.environments",
     "public.built_in_managed_resources",
@@ -283,6 +319,8 @@ CREATE FUNCTION public.hijacked_step(timestamptz, timestamptz) RETURNS timestamp
 CREATE AGGREGATE public.max(timestamptz) (SFUNC = public.hijacked_step, STYPE = timestamptz);
 CREATE FUNCTION public.hijacked_step(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'hijacked by public.sum'; END$$;
 CREATE AGGREGATE public.sum(bigint) (SFUNC = public.hijacked_step, STYPE = bigint);
+CREATE FUNCTION public.hijacked_step(boolean, boolean) RETURNS boolean LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'hijacked by public.bool_or'; END$$;
+CREATE AGGREGATE public.bool_or(boolean) (SFUNC = public.hijacked_step, STYPE = boolean);
 "#;
 
 /// Public filled with raising clones by a role that can create there; returns how many were made.

@@ -3,6 +3,7 @@
 
 mod common;
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
 
 const LEDGER: &str = "SELECT runtime_sandbox.install_ledger('runtime_scheduler');
@@ -37,17 +38,23 @@ fn reconcile_overlapping_applies_skip_instead_of_queueing() {
         )
         .unwrap();
     let counts: serde_json::Value = serde_json::from_str(skipped.get::<_, &str>(0)).unwrap();
-    assert!(counts.as_object().unwrap().values().all(|v| v == 0 || v == false), "{counts}");
+    // Every count 0; what the valve weighs and the snapshot were never looked at.
+    assert!(counts.as_object().unwrap().values().all(|v| v == 0 || v == false || v.is_null()), "{counts}");
     assert_eq!(skipped.get::<_, i32>(1), 0);
     // A dry run takes no guard: it plans from what it can see (the first
     // apply's writes are not committed yet).
     assert_eq!(status(&mut second, DRY), "planned");
     tx.commit().unwrap();
 
-    // Skipped runs leave no history; the committed apply does.
-    let history: i64 =
-        second.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
-    assert_eq!(history, 1);
+    // Skipped runs are in the history too (a run stuck holding the ledger
+    // shows as a streak of them), beside the committed apply.
+    let history: Vec<String> = second
+        .query("SELECT status FROM runtime_scheduler.reconciliation_runs ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(history, ["applied", "skipped_concurrent", "skipped_concurrent"]);
     // The guard went with the transaction; the next apply runs (and finds the
     // ledger already reconciled).
     assert_eq!(status(&mut second, APPLY), "applied");
@@ -125,4 +132,64 @@ fn reconcile_a_failure_anywhere_rolls_back_every_phase() {
     let history: i64 =
         client.query_one("SELECT count(*) FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
     assert_eq!(history, 0);
+}
+
+#[test]
+fn reconcile_a_blocked_apply_warns_and_notifies_listeners() {
+    let db = common::fresh_database("reconcile_notify");
+    let mut listener = common::connect(&db);
+    listener.batch_execute("LISTEN runtime_sandbox").unwrap();
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = warnings.clone();
+    let mut caller = postgres::Config::new()
+        .host("127.0.0.1")
+        .port(common::port())
+        .user("postgres")
+        .dbname(&db)
+        .notice_callback(move |notice| seen.lock().unwrap().push(format!("{}: {}", notice.severity(), notice.message())))
+        .connect(postgres::NoTls)
+        .unwrap();
+    caller.batch_execute(LEDGER).unwrap();
+
+    // An empty listing against live operations: blocked, nothing marked.
+    let status: String = caller
+        .query_one("SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), false)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(status, "blocked_mass_absence");
+    assert_eq!(
+        warnings.lock().unwrap().as_slice(),
+        ["WARNING: runtime_sandbox: reconciliation of ledger \"runtime_scheduler\" blocked_mass_absence: 2 absent \
+          candidates among 2 live operations are too many to believe (an empty or partial listing?); nothing was \
+          seeded or marked absent"]
+    );
+    let notification = listener
+        .notifications()
+        .timeout_iter(std::time::Duration::from_secs(10))
+        .next()
+        .unwrap()
+        .expect("a notification on channel runtime_sandbox");
+    assert_eq!(notification.channel(), "runtime_sandbox");
+    let payload: serde_json::Value = serde_json::from_str(notification.payload()).unwrap();
+    let run_id: i64 =
+        caller.query_one("SELECT id FROM runtime_scheduler.reconciliation_runs", &[]).unwrap().get(0);
+    assert_eq!(
+        payload,
+        serde_json::json!({
+            "ledger_schema": "runtime_scheduler", "provider": "daytona", "status": "blocked_mass_absence",
+            "run_id": run_id, "snapshot_id": null, "provider_sandbox_count": 0, "unmatched_provider_sandboxes": 0,
+            "absent_candidates": 2, "live_operations": 2, "released_terminal_leases": 0,
+            "recovered_reserved_operations": 0
+        })
+    );
+    // Rolled back: no notification, and no history.
+    let mut tx = caller.transaction().unwrap();
+    tx.query_one("SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), false)", &[]).unwrap();
+    tx.rollback().unwrap();
+    assert!(listener.notifications().timeout_iter(std::time::Duration::from_secs(1)).next().unwrap().is_none());
+    let live: i64 = caller
+        .query_one("SELECT count(*) FROM runtime_scheduler.runtime_sandbox_operations WHERE state = 'live'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(live, 2);
 }

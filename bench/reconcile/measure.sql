@@ -20,12 +20,15 @@ BEGIN
     RETURN best;
 END $$;
 
-CREATE OR REPLACE FUNCTION pg_temp.bare_join() RETURNS bigint LANGUAGE plpgsql AS $$
+-- The settings are the function's own (SET clauses end with the call; SET
+-- LOCAL inside it would also bind the reconcile calls measured after it in
+-- this transaction).
+CREATE OR REPLACE FUNCTION pg_temp.bare_join() RETURNS bigint LANGUAGE plpgsql
+SET enable_mergejoin = off SET enable_nestloop = off
+SET jit = off  -- as reconcile_daytona runs its statements
+AS $$
 DECLARE n bigint;
 BEGIN
-    SET LOCAL enable_mergejoin = off;
-    SET LOCAL enable_nestloop = off;
-    SET LOCAL jit = off;  -- as reconcile_daytona runs its statements
     SELECT count(*) INTO n
     FROM bench_inventory,
          jsonb_to_recordset(inventory) AS item("sandboxId" text, "operationKey" text, "routingDomain" text)

@@ -102,7 +102,7 @@ const snake = (k: string) => k.replace(/[A-Z]/g, (m) => '_' + m.toLowerCase());
 async function main() {
   const c = await freshDatabase('rc_parity');
   const cats = new Map<string, number>();
-  let same = 0, differ = 0, bothErr = 0, blocked = 0;
+  let same = 0, differ = 0, bothErr = 0, blocked = 0, valve = 0;
   for (let round = 0; round < rounds; round++) {
     const { sql, inventory } = scenario();
     await twinLedgers(c, sql);
@@ -115,14 +115,17 @@ async function main() {
       seedOut = await reconcileRuntimeDaytonaSandboxLedger(c as any, { providerSandboxes: inventory, inventoryCapturedAtMs: capturedAt, dryRun, batchSize, minimumAgeMs }, { schema: 'a' });
     } catch (e) { seedErr = e; }
     try {
-      extOut = (await c.query(`SELECT to_jsonb(r) AS j FROM runtime_sandbox.reconcile_daytona($1::jsonb, to_timestamp($2::double precision / 1000.0), $3::boolean, $4::integer, make_interval(secs => $5::double precision / 1000.0), 'b'::name) r`,
-        [JSON.stringify(inventory), capturedAt, dryRun, batchSize, minimumAgeMs])).rows[0].j;
+      // The application has no mass-absence valve: compared with it open
+      // (PARITY_MAX_ABSENT_RATIO=0.5 shows what the default would block).
+      extOut = (await c.query(`SELECT to_jsonb(r) AS j FROM runtime_sandbox.reconcile_daytona($1::jsonb, to_timestamp($2::double precision / 1000.0), $3::boolean, $4::integer, make_interval(secs => $5::double precision / 1000.0), 'b'::name, $6::real) r`,
+        [JSON.stringify(inventory), capturedAt, dryRun, batchSize, minimumAgeMs, Number(process.env.PARITY_MAX_ABSENT_RATIO ?? 1)])).rows[0].j;
     } catch (e) { extErr = e; }
     const problems: string[] = [];
     if (seedErr || extErr) {
       if (!(seedErr && extErr)) problems.push(`error mismatch: seed=${seedErr?.message} ext=${extErr?.message}`);
       else bothErr++;
     } else {
+      if (extOut.status === 'blocked_mass_absence') valve++;
       for (const [k, v] of Object.entries(seedOut)) {
         if (k === 'diagnostics') continue;
         if (JSON.stringify(v) !== JSON.stringify(extOut[snake(k)])) problems.push(`${k}: seed=${JSON.stringify(v)} ext=${JSON.stringify(extOut[snake(k)])}`);
@@ -147,7 +150,7 @@ async function main() {
     } else same++;
   }
   console.log(cats);
-  console.log(`rounds=${rounds} same=${same} differ=${differ} (both errored ${bothErr}, blocked ${blocked})`);
+  console.log(`rounds=${rounds} same=${same} differ=${differ} (both errored ${bothErr}, blocked ${blocked}, blocked by the valve ${valve})`);
   await c.end();
 }
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -47,6 +47,10 @@ WITH ledger AS (
                                        WHERE e.enumtypid = ty.oid AND e.enumlabel = label)
                  ) AS missing ON true)
              WHEN 'table' THEN CASE WHEN r.relid IS NULL THEN 'missing table' END
+             WHEN 'view' THEN CASE WHEN NOT EXISTS (
+                     SELECT 1 FROM pg_catalog.pg_class AS c JOIN ledger ON c.relnamespace = ledger.oid
+                     WHERE c.relname = r.object AND c.relkind = 'v')
+                 THEN 'missing view' END
              WHEN 'column' THEN CASE WHEN r.relid IS NOT NULL AND NOT EXISTS (
                      SELECT 1 FROM pg_catalog.pg_attribute AS a
                      WHERE a.attrelid = r.relid AND a.attname = r.detail[1] AND a.attnum > 0 AND NOT a.attisdropped)

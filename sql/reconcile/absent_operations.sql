@@ -2,33 +2,42 @@
 -- ($1: their operation keys, found by Rust): production, without a deleted
 -- cleanup row, recorded at or before the capture ($2) and older than the
 -- minimum age ($3; a point-in-time observation never classifies a newer
--- resource as absent). Oldest first, at most $4 (= batch size + 1, to know
--- whether more follow). The filters are the application's, re-checked here
--- on the current rows. The FROM item is the shell's choice of how to reach the
--- keys: a primary-key probe per key when they are few (the planner would scan
--- the whole table for a few thousand), one scan when they are many.
-WITH absent AS (
+-- resource as absent). The filters are the application's, re-checked here
+-- on the current rows; every candidate is counted (the mass-absence valve
+-- weighs them all), the oldest $4 (= batch size + 1, to know whether more
+-- follow) are returned, then by operation key. The FROM item is the shell's
+-- choice of how to reach the keys: a primary-key probe per key when they are
+-- few, one scan when they are many. The last filter is empty, or (the
+-- latest snapshot's run) the check that older snapshots do not list the
+-- sandbox either (absent_confirmed.sql). The cleanup and snapshot checks
+-- are a probe per candidate whatever the planner believes (scalar
+-- subqueries are never made joins).
+WITH candidates AS MATERIALIZED (
     SELECT operation.sandbox_id, operation.run_id, operation.attempt, operation.environment,
            operation.routing_domain, operation.provider_created_at, operation.operation_key
     FROM @operations@
     WHERE operation.provider = 'daytona'
       AND operation.environment = 'production'
       AND operation.state = 'live'
-      AND NOT EXISTS (
-          SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
-          WHERE existing.provider = 'daytona'
-            AND existing.sandbox_id = operation.sandbox_id
-            AND existing.routing_domain IS NOT DISTINCT FROM operation.routing_domain
-            AND existing.status = 'deleted')
+      AND (SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
+           WHERE existing.provider = 'daytona'
+             AND existing.sandbox_id = operation.sandbox_id
+             AND existing.routing_domain IS NOT DISTINCT FROM operation.routing_domain
+             AND existing.status = 'deleted'
+           LIMIT 1) IS NULL
       AND operation.provider_created_at <= $2
       AND operation.provider_created_at <= clock_timestamp() - $3
-    ORDER BY operation.provider_created_at, operation.operation_key
+      @confirmed@
+), batch AS (
+    SELECT * FROM candidates
+    ORDER BY provider_created_at, operation_key
     LIMIT $4
 )
-SELECT count(*),
+SELECT (SELECT count(*) FROM candidates),
+       count(*),
        array_agg(sandbox_id ORDER BY provider_created_at, operation_key),
        array_agg(run_id ORDER BY provider_created_at, operation_key),
        array_agg(attempt ORDER BY provider_created_at, operation_key),
        array_agg(environment ORDER BY provider_created_at, operation_key),
        array_agg(routing_domain ORDER BY provider_created_at, operation_key)
-FROM absent
+FROM batch

@@ -24,7 +24,13 @@ CREATE TYPE @extschema@.reconciliation_summary AS (
     has_more_absent_ledger_rows    boolean,
     dry_run                        boolean,
     status                         text,
-    diagnostics                    @extschema@.reconciliation_diagnostic[]
+    diagnostics                    @extschema@.reconciliation_diagnostic[],
+    -- Since 0.2.0, appended: what the mass-absence valve weighed, and the
+    -- snapshot a reconcile_daytona_latest run reconciled.
+    absent_candidates              bigint,
+    live_operations                bigint,
+    snapshot_id                    bigint,
+    confirming_snapshots           bigint
 );
 COMMENT ON TYPE @extschema@.reconciliation_summary IS
-'The result of reconcile_daytona: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, skipped_concurrent) and the per-statement diagnostics.';
+'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live production Daytona operations), snapshot_id (the snapshot reconciled) and confirming_snapshots (how many snapshots an absent operation had to be missing from). NULL: not evaluated in this run.';

@@ -7,6 +7,8 @@
 pub mod requirements;
 mod sql;
 
+pub(crate) use sql::require;
+
 /// The DDL with the (already quoted) schema name substituted.
 pub fn install_script(quoted_schema: &str) -> String {
     include_str!("../../sql/ledger/install.sql").replace("@ledger@", quoted_schema)

@@ -34,6 +34,10 @@ pub enum Requirement {
         table: &'static str,
         columns: &'static [&'static str],
     },
+    /// A view install_ledger creates (for operators, not for the functions).
+    View {
+        view: &'static str,
+    },
 }
 
 pub const OPERATION_STATE: &str = "runtime_sandbox_operation_state";
@@ -98,8 +102,15 @@ const TABLES: &[(&str, &[&str])] = &[
         &["lease_id", "org_id", "run_id", "provider", "sandbox_id", "routing_domain", "expires_at", "released_at"],
     ),
     ("control", &["key", "value"]),
-    ("reconciliation_runs", &["provider", "started_at", "finished_at", "dry_run", "status", "summary"]),
+    ("reconciliation_runs", &["id", "provider", "started_at", "finished_at", "dry_run", "status", "summary", "snapshot_id"]),
+    (
+        "provider_inventory_snapshots",
+        &["snapshot_id", "provider", "captured_at", "recorded_at", "item_count", "reconciled_run_id"],
+    ),
+    ("provider_inventory_items", &["snapshot_id", "item_index", "sandbox_id", "operation_key", "routing_domain"]),
 ];
+
+const VIEWS: &[&str] = &["reconciliation_health"];
 
 const UNIQUE_KEYS: &[(&str, &[&str])] = &[
     ("runs", &["run_id"]),
@@ -109,20 +120,27 @@ const UNIQUE_KEYS: &[(&str, &[&str])] = &[
     ("sandbox_cleanup_jobs_v2", &["provider", "sandbox_id", "routing_domain_key"]),
     ("runtime_sandbox_capacity_leases", &["lease_id"]),
     ("control", &["key"]),
+    ("reconciliation_runs", &["id"]),
+    ("provider_inventory_snapshots", &["snapshot_id"]),
+    ("provider_inventory_items", &["snapshot_id", "item_index"]),
 ];
 
 const INDEXES: &[(&str, &[&str])] = &[
     ("attempts", &["updated_at", "run_id", "attempt"]),
     ("runtime_sandbox_operations", &["provider_operation_token"]),
     ("runtime_sandbox_operations", &["provider", "provider_created_at", "operation_key"]),
+    ("runtime_sandbox_operations", &["provider", "state"]),
     ("sandbox_cleanup_jobs_v2", &["provider", "sandbox_id"]),
+    ("sandbox_cleanup_jobs_v2", &["sandbox_id"]),
     ("sandbox_cleanup_events_v2", &["provider", "sandbox_id"]),
     ("runtime_sandbox_capacity_leases", &["provider", "sandbox_id"]),
     ("runtime_sandbox_capacity_leases", &["sandbox_id"]),
+    ("provider_inventory_snapshots", &["provider", "captured_at", "snapshot_id"]),
+    ("provider_inventory_items", &["snapshot_id", "sandbox_id"]),
 ];
 
 /// Every requirement, in report order: type, then per table its existence,
-/// columns, generated keys, unique keys and indexes.
+/// columns, generated keys, unique keys and indexes, then the views.
 pub fn requirements() -> Vec<Requirement> {
     let mut all =
         vec![Requirement::Enum { name: OPERATION_STATE, labels: &["reserved", "live", "deleting", "deleted"] }];
@@ -142,6 +160,7 @@ pub fn requirements() -> Vec<Requirement> {
             INDEXES.iter().filter(|(t, _)| *t == table).map(|&(table, columns)| Requirement::Index { table, columns }),
         );
     }
+    all.extend(VIEWS.iter().map(|&view| Requirement::View { view }));
     all
 }
 
@@ -159,6 +178,7 @@ pub fn as_columns() -> (Vec<&'static str>, Vec<&'static str>, Vec<String>) {
             Requirement::GeneratedKey { table, column, source } => ("generated_key", table, vec![column, source]),
             Requirement::Unique { table, columns } => ("unique", table, columns.to_vec()),
             Requirement::Index { table, columns } => ("index", table, columns.to_vec()),
+            Requirement::View { view } => ("view", view, vec![]),
         };
         kinds.push(kind);
         objects.push(object);
@@ -178,7 +198,7 @@ mod tests {
         for requirement in requirements() {
             let names: Vec<&str> = match requirement {
                 Requirement::Enum { name, labels } => std::iter::once(name).chain(labels.iter().copied()).collect(),
-                Requirement::Table { table } => vec![table],
+                Requirement::Table { table } | Requirement::View { view: table } => vec![table],
                 Requirement::Column { table, column } => vec![table, column],
                 Requirement::GeneratedKey { table, column, .. } => vec![table, column],
                 Requirement::Unique { table, columns } | Requirement::Index { table, columns } => {

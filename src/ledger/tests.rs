@@ -69,3 +69,31 @@ fn reconcile_check_ledger_reports_a_hand_made_schema() {
 fn reconcile_check_ledger_refuses_a_bad_schema_name() {
     problems("a;b");
 }
+
+#[pg_test]
+fn reconcile_install_ledger_brings_an_earlier_ledger_up_to_date() {
+    // A ledger as 0.1.0's install_ledger left it: no snapshots, no health
+    // view, no snapshot column in the history.
+    run("SELECT runtime_sandbox.install_ledger('rc_ledger_old')");
+    run("DROP VIEW rc_ledger_old.reconciliation_health");
+    run("DROP TABLE rc_ledger_old.provider_inventory_items, rc_ledger_old.provider_inventory_snapshots");
+    run("ALTER TABLE rc_ledger_old.reconciliation_runs DROP COLUMN snapshot_id");
+    run("INSERT INTO rc_ledger_old.reconciliation_runs (started_at, finished_at, dry_run, status, summary) \
+         VALUES (now(), now(), false, 'applied', '{}')");
+    assert_eq!(
+        problems("rc_ledger_old"),
+        vec![
+            "rc_ledger_old.reconciliation_runs.snapshot_id: missing column",
+            "rc_ledger_old.provider_inventory_snapshots: missing table",
+            "rc_ledger_old.provider_inventory_items: missing table",
+            "rc_ledger_old.reconciliation_health: missing view",
+        ]
+    );
+    run("SELECT runtime_sandbox.install_ledger('rc_ledger_old')");
+    assert_eq!(problems("rc_ledger_old"), Vec::<String>::new());
+    assert_eq!(
+        Spi::get_one::<String>("SELECT last_status FROM rc_ledger_old.reconciliation_health").unwrap().as_deref(),
+        Some("applied"),
+        "history kept"
+    );
+}

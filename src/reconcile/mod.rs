@@ -10,7 +10,9 @@ pub mod inventory;
 pub mod pairing;
 pub mod summary;
 
-mod sql;
+mod capacity;
+
+pub(crate) mod sql;
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]

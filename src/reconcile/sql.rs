@@ -1,11 +1,14 @@
 //! SQL surface of reconcile_daytona: validate, then run the phase statements
 //! in `sql/reconcile/` in the application's order, inside the caller's one
-//! transaction, and build the result row.
+//! transaction, and build the result row. `reconcile_daytona_latest`
+//! (src/operations) runs the same phases against a recorded snapshot.
 
+use super::capacity::Capacity;
 use super::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
 use super::pairing;
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
+use crate::fast_hash::FastSet;
 use crate::pg_types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema};
 use pgrx::datum::{Array, DatumWithOid, Interval, TimestampWithTimeZone};
@@ -16,87 +19,170 @@ use pgrx::AllocatedByRust;
 use std::time::Instant;
 
 const OVERLAP_GUARD: &str = include_str!("../../sql/reconcile/overlap_guard.sql");
-const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../sql/reconcile/release_terminal_capacity.sql");
 const RESERVED_LABELS: &str = include_str!("../../sql/reconcile/reserved_labels.sql");
-const RECOVER_RESERVED: &str = include_str!("../../sql/reconcile/recover_reserved.sql");
-const LEDGER_ROWS: &str = include_str!("../../sql/reconcile/ledger_rows.sql");
+const RECOVER_PROMOTE: &str = include_str!("../../sql/reconcile/recover_promote.sql");
+const RECOVER_ATTEMPTS: &str = include_str!("../../sql/reconcile/recover_attempts.sql");
+const RECOVER_BIND: &str = include_str!("../../sql/reconcile/recover_bind.sql");
+const RECOVER_CLEANUPS: &str = include_str!("../../sql/reconcile/recover_cleanups.sql");
+const OPERATIONS: &str = include_str!("../../sql/reconcile/operations.sql");
+const OPERATIONS_REACH: &str = include_str!("../../sql/reconcile/operations_reach.sql");
 const ABSENT_OPERATIONS: &str = include_str!("../../sql/reconcile/absent_operations.sql");
 const ABSENT_KEYS_PROBED: &str = include_str!("../../sql/reconcile/absent_keys_probed.sql");
 const ABSENT_KEYS_SCANNED: &str = include_str!("../../sql/reconcile/absent_keys_scanned.sql");
+const ABSENT_CONFIRMED: &str = include_str!("../../sql/reconcile/absent_confirmed.sql");
 const SEED_CAPACITY: &str = include_str!("../../sql/reconcile/seed_capacity.sql");
 const MARK_ABSENT: &str = include_str!("../../sql/reconcile/mark_absent.sql");
 const RECORD_RUN: &str = include_str!("../../sql/reconcile/record_run.sql");
+const NOTIFY: &str = include_str!("../../sql/reconcile/notify.sql");
 const SETTINGS: &str = include_str!("../../sql/reconcile/settings.sql");
 const SUMMARY_ROW: &str = include_str!("../../sql/reconcile/summary_row.sql");
 
 extension_sql_file!("../../sql/reconcile/types.sql", name = "reconcile_types", requires = ["schema"]);
-extension_sql_file!("../../sql/reconcile/api.sql", name = "reconcile_api", requires = [reconcile_daytona]);
+extension_sql_file!("../../sql/reconcile/api.sql", name = "reconcile_api", requires = [reconcile_daytona_guarded]);
 
-/// The validated arguments of one call.
-struct Request {
-    items: Vec<InventoryItem>,
-    captured_at: TimestampWithTimeZone,
-    dry_run: bool,
-    batch_size: i32,
-    minimum_age: Interval,
-    ledger: SchemaName,
+/// What an apply of `reconcile_daytona` needs in the ledger beyond the
+/// application's tables (a dry run needs nothing more).
+/// What a dry run reads, and what an apply also writes: checked before any
+/// work, so a schema without the ledger is an error naming ledger_schema.
+const READ_NEEDS: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
+const APPLY_NEEDS: &[&str] = &[
+    "runtime_sandbox_operations",
+    "runtime_sandbox_capacity_leases",
+    "sandbox_cleanup_jobs_v2",
+    "sandbox_cleanup_events_v2",
+    "attempts",
+    "reconciliation_runs",
+];
+
+/// The validated arguments every reconciliation takes.
+pub(crate) struct Options {
+    pub dry_run: bool,
+    pub batch_size: i32,
+    pub minimum_age: Interval,
+    pub max_absent_ratio: f32,
+    pub ledger: SchemaName,
 }
 
-/// Validate every argument before anything runs; each error names its argument.
-fn validate(
-    inventory: Option<JsonbBytes>,
-    inventory_captured_at: Option<TimestampWithTimeZone>,
+/// Validate the shared arguments (after the caller's own, in signature order;
+/// the ledger schema last, as it is looked up).
+pub(crate) fn validate_options(
     dry_run: Option<bool>,
     batch_size: Option<i32>,
     minimum_age: Option<Interval>,
+    max_absent_ratio: Option<f32>,
     ledger_schema: Option<Name>,
-) -> Request {
-    let inventory = check(summary::required("inventory", inventory));
-    let items = check(parse_inventory_jsonb(inventory.as_bytes()));
+) -> Options {
     let batch_size = check(args::batch_size(check(summary::required("batch_size", batch_size))));
-    let captured_at = check(summary::required("inventory_captured_at", inventory_captured_at));
-    check(summary::captured_at(pg_sys::TimestampTz::from(captured_at)));
     let minimum_age = check(summary::required("minimum_age", minimum_age));
     check(summary::minimum_age(minimum_age.months(), minimum_age.days(), minimum_age.micros()));
     let dry_run = check(summary::required("dry_run", dry_run));
+    let max_absent_ratio = check(summary::max_absent_ratio(check(summary::required("max_absent_ratio", max_absent_ratio))));
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
     let ledger = existing_schema("ledger_schema", ledger_schema.as_str());
-    Request { items, captured_at, dry_run, batch_size, minimum_age, ledger }
+    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger }
+}
+
+/// The listing a run reconciles the ledger against.
+pub(crate) struct Listing {
+    pub items: Vec<InventoryItem>,
+    /// Operations recorded after this are never called absent; None: absence
+    /// is not looked at (too few snapshots to confirm it).
+    pub absent_before: Option<TimestampWithTimeZone>,
+    /// Older snapshots an absent operation must be missing from as well.
+    pub confirming: Vec<i64>,
+}
+
+/// Validate the inventory and its capture time, before anything runs.
+fn validate_listing(inventory: Option<JsonbBytes>, inventory_captured_at: Option<TimestampWithTimeZone>) -> Listing {
+    let inventory = check(summary::required("inventory", inventory));
+    let items = check(parse_inventory_jsonb(inventory.as_bytes()));
+    let captured_at = check(summary::required("inventory_captured_at", inventory_captured_at));
+    check(summary::captured_at(pg_sys::TimestampTz::from(captured_at)));
+    Listing { items, absent_before: Some(captured_at), confirming: Vec::new() }
 }
 
 /// Reconcile the sandbox ledger against one complete Daytona inventory.
-#[pg_extern(volatile, parallel_unsafe, requires = ["reconcile_types"])]
+#[pg_extern(name = "reconcile_daytona", volatile, parallel_unsafe, requires = ["reconcile_types"])]
 #[search_path(pg_catalog, pg_temp)]
-fn reconcile_daytona(
+fn reconcile_daytona_guarded(
     inventory: Option<JsonbBytes>,
     inventory_captured_at: Option<TimestampWithTimeZone>,
     dry_run: Option<bool>,
     batch_size: default!(Option<i32>, 500),
     minimum_age: default!(Option<Interval>, "'10 minutes'"),
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+    max_absent_ratio: default!(Option<f32>, 0.5),
 ) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
-    let request = validate(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema);
+    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, max_absent_ratio)
+}
+
+/// The 0.1.0 signature (no `max_absent_ratio`), kept in the library only so a
+/// 0.1.0 catalog keeps working between installing this library and `ALTER
+/// EXTENSION runtime_sandbox UPDATE`: it reconciles with the default valve.
+#[pg_extern(sql = false)]
+fn reconcile_daytona(
+    inventory: Option<JsonbBytes>,
+    inventory_captured_at: Option<TimestampWithTimeZone>,
+    dry_run: Option<bool>,
+    batch_size: Option<i32>,
+    minimum_age: Option<Interval>,
+    ledger_schema: Option<Name>,
+) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
+    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, Some(0.5))
+}
+
+fn reconcile(
+    inventory: Option<JsonbBytes>,
+    inventory_captured_at: Option<TimestampWithTimeZone>,
+    dry_run: Option<bool>,
+    batch_size: Option<i32>,
+    minimum_age: Option<Interval>,
+    ledger_schema: Option<Name>,
+    max_absent_ratio: Option<f32>,
+) -> PgHeapTuple<'static, AllocatedByRust> {
+    let listing = validate_listing(inventory, inventory_captured_at);
+    let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
     let summary = Spi::connect_mut(|client| {
+        let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
+        crate::ledger::require(client, &options.ledger, needs, "reconcile_daytona");
         let previous = jit(client, "off");
-        let summary = run(client, &request);
+        let started_at = now();
+        let summary = if take_guard(client, &options) {
+            run(client, &options, &listing)
+        } else {
+            Summary::empty(listing.items.len(), false, Status::SkippedConcurrent)
+        };
+        if !options.dry_run {
+            let run_id = record_run(client, &options.ledger, started_at, &summary);
+            alert(client, &options.ledger, run_id, &summary);
+        }
         jit(client, &previous);
         summary
     });
     result_row(&summary)
 }
 
+pub(crate) fn now() -> TimestampWithTimeZone {
+    TimestampWithTimeZone::try_from(unsafe { pg_sys::GetCurrentTimestamp() })
+        .unwrap_or_else(|_| error!("runtime_sandbox: the clock is out of range"))
+}
+
 /// One phase statement: the SQL with the ledger schema substituted, timed.
-struct Ledger<'a> {
-    quoted: &'a str,
+pub(crate) struct Ledger<'a> {
+    pub quoted: &'a str,
 }
 
 impl Ledger<'_> {
-    fn sql(&self, template: &str) -> String {
+    pub fn sql(&self, template: &str) -> String {
         template.replace("@ledger@", self.quoted)
     }
 }
 
-fn execute<'conn>(client: &mut SpiClient<'conn>, sql: &str, params: &[DatumWithOid]) -> (SpiTupleTable<'conn>, f64) {
+pub(crate) fn execute<'conn>(
+    client: &mut SpiClient<'conn>,
+    sql: &str,
+    params: &[DatumWithOid],
+) -> (SpiTupleTable<'conn>, f64) {
     let started = Instant::now();
     let table = client
         .update(sql, None, params)
@@ -105,7 +191,7 @@ fn execute<'conn>(client: &mut SpiClient<'conn>, sql: &str, params: &[DatumWithO
 }
 
 /// Set `jit` for this transaction; returns the value it replaces.
-fn jit(client: &mut SpiClient, value: &str) -> String {
+pub(crate) fn jit(client: &mut SpiClient, value: &str) -> String {
     let (table, _) = execute(client, SETTINGS, &[value.into()]);
     table.first().get::<String>(1).ok().flatten().unwrap_or_else(|| "on".into())
 }
@@ -114,27 +200,31 @@ fn count(table: &SpiTupleTable, column: usize) -> i64 {
     table.get::<i64>(column).ok().flatten().unwrap_or(0)
 }
 
-fn run(client: &mut SpiClient, request: &Request) -> Summary {
-    let ledger = Ledger { quoted: &request.ledger.quoted };
-    let items = &request.items;
-    let mut summary =
-        Summary::empty(items.len(), request.dry_run, if request.dry_run { Status::Planned } else { Status::Applied });
-
-    // Apply only: a dry run writes nothing and reads one consistent view per
-    // statement, so it never blocks (or is blocked by) a running apply.
-    if !request.dry_run {
-        let (guard, _) = execute(client, OVERLAP_GUARD, &[request.ledger.name.as_str().into(), PROVIDER.into()]);
-        if !guard.first().get::<bool>(1).ok().flatten().unwrap_or(false) {
-            return Summary::empty(items.len(), false, Status::SkippedConcurrent);
-        }
+/// Apply only: one apply per ledger at a time; false means another holds it
+/// (released when its transaction ends). A dry run writes nothing and reads
+/// one consistent view per statement, so it never blocks (or is blocked by) a
+/// running apply.
+pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
+    if options.dry_run {
+        return true;
     }
-    let started_at = TimestampWithTimeZone::try_from(unsafe { pg_sys::GetCurrentTimestamp() })
-        .unwrap_or_else(|_| error!("runtime_sandbox: the clock is out of range"));
+    let (guard, _) = execute(client, OVERLAP_GUARD, &[options.ledger.name.as_str().into(), PROVIDER.into()]);
+    guard.first().get::<bool>(1).ok().flatten().unwrap_or(false)
+}
 
-    if !request.dry_run {
-        let (released, ms) = execute(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[]);
-        summary.released_terminal_leases = count(&released.first(), 1);
-        summary.measured(Phase::ReleaseTerminalCapacity, ms, summary.released_terminal_leases);
+pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) -> Summary {
+    let ledger = Ledger { quoted: &options.ledger.quoted };
+    let items = &listing.items;
+    let mut summary =
+        Summary::empty(items.len(), options.dry_run, if options.dry_run { Status::Planned } else { Status::Applied });
+    let mut capacity = Capacity::new(items.len());
+
+    // Leases whose sandbox cleanup is durably deleted (same run) are released.
+    if !options.dry_run {
+        let started = Instant::now();
+        let released = capacity.release_first(client, &ledger);
+        summary.released_terminal_leases = released;
+        summary.measured(Phase::ReleaseTerminalCapacity, elapsed_ms(started), released);
     }
 
     // Items owned by a reserved create's unique operation label.
@@ -148,37 +238,35 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), ownership.reserved_rows);
     }
 
-    if !request.dry_run && ownership.reserved_rows > 0 {
+    if !options.dry_run && ownership.reserved_rows > 0 {
         // Only the owned items can recover (a unique label and a reserved
         // create holding an open lease): the statement re-checks both, but
         // needs to see only these few, not the whole inventory.
         let candidates = InventoryColumns::from_items(
             items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
         );
-        let (table, ms) = execute(
-            client,
-            &ledger.sql(RECOVER_RESERVED),
-            &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
-        );
-        summary.recovered_reserved_operations = count(&table.first(), 1);
-        summary.measured(Phase::RecoverReservedOperations, ms, summary.recovered_reserved_operations);
+        let started = Instant::now();
+        let bound = recover(client, &ledger, candidates);
+        summary.recovered_reserved_operations = bound.len() as i64;
+        summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), summary.recovered_reserved_operations);
+        capacity.bound(bound);
     }
 
-    // Match: the ledger's operations, leases and terminal cleanups in one
-    // read (one snapshot), paired with the inventory in Rust.
+    // Match: the current operations in one read, paired with the inventory in Rust.
     let started = Instant::now();
-    let (table, _) = execute(client, &ledger.sql(LEDGER_ROWS), &[]);
+    let (table, _) = execute(client, &ledger.sql(OPERATIONS), &[]);
     let table = table.first();
     let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
     let (keys, sandbox_ids, routing_domains) = (column(1), column(2), column(3));
     let live = table.get::<Array<bool>>(4).ok().flatten();
-    let (lease_ids, lease_domains, terminal_ids, terminal_domains) = (column(5), column(6), column(7), column(8));
     let operations = pairing::Operations {
         operation_keys: texts(&keys).into_iter().map(|k| k.unwrap_or_default()).collect(),
         sandbox_ids: texts(&sandbox_ids),
         routing_domains: texts(&routing_domains),
         live: live.iter().flat_map(|a| a.iter().map(|v| v.unwrap_or(false))).collect(),
     };
+    let live_operations = operations.live.iter().filter(|&&live| live).count() as i64;
+    summary.live_operations = Some(live_operations);
     let pairs = pairing::pair(items, &ownership.owned, &operations);
     if !items.is_empty() {
         summary.matched_live_sandboxes = pairs.pairs.len() as i64;
@@ -191,38 +279,36 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
     // organization, so nothing further is written.
     if !summary.unmatched_provider_sandbox_ids.is_empty() {
         summary.status = Status::BlockedUnownedSandboxes;
-        record_run(client, &ledger, request, started_at, &summary);
         return summary;
     }
 
-    let lone: Vec<&str> = pairs.lone_live.iter().map(|&i| operations.operation_keys[i]).collect();
-    // Few lone keys (the usual case): probe each by primary key; many (an
-    // inventory that lists little): one pass.
-    let reach = if lone.len() * 16 <= operations.len() { ABSENT_KEYS_PROBED } else { ABSENT_KEYS_SCANNED };
-    let (table, ms) = execute(
-        client,
-        &ledger.sql(&ABSENT_OPERATIONS.replace("@operations@", reach.trim_end())),
-        &[
-            lone.into(),
-            request.captured_at.into(),
-            request.minimum_age.into(),
-            (request.batch_size as i64 + 1).into(),
-        ],
-    );
-    let table = table.first();
-    let found = count(&table, 1);
-    summary.measured(Phase::FindAbsentOperations, ms, found);
-    let absent = AbsentRows::from_table(&table, request.batch_size as usize);
-    summary.has_more_absent_ledger_rows = found > request.batch_size as i64;
-    summary.absent_ledger_rows = absent.sandbox_ids.len() as i64;
+    let mut absent = AbsentRows::default();
+    if let Some(absent_before) = listing.absent_before {
+        let lone: Vec<&str> = pairs.lone_live.iter().map(|&i| operations.operation_keys[i]).collect();
+        let (table, ms) = find_absent(client, &ledger, options, listing, absent_before, &lone, operations.len());
+        let table = table.first();
+        let found = count(&table, 2);
+        summary.absent_candidates = Some(count(&table, 1));
+        // The application's row count: at most batch size + 1.
+        summary.measured(Phase::FindAbsentOperations, ms, found);
+        absent = AbsentRows::from_table(&table, options.batch_size as usize);
+        summary.has_more_absent_ledger_rows = found > options.batch_size as i64;
+        summary.absent_ledger_rows = absent.sandbox_ids.len() as i64;
+    }
 
     let mut seed_keys = Vec::new();
     if summary.matched_live_sandboxes > 0 {
         let started = Instant::now();
-        let leases = pairing::Identities { sandbox_ids: texts(&lease_ids), routing_domains: texts(&lease_domains) };
-        let terminal =
-            pairing::Identities { sandbox_ids: texts(&terminal_ids), routing_domains: texts(&terminal_domains) };
-        let inspection = pairing::inspect(&pairs, &operations, &leases, &terminal);
+        // The leases and deleted cleanups of the matched sandbox ids only.
+        let mut matched_ids: Vec<&str> =
+            pairs.pairs.iter().filter_map(|&(_, operation)| operations.sandbox_ids[operation]).collect();
+        matched_ids.sort_unstable();
+        matched_ids.dedup();
+        let mut inspection = None;
+        capacity.inspect(client, &ledger, &matched_ids, |leases, terminal| {
+            inspection = Some(pairing::inspect(&pairs, &operations, leases, terminal));
+        });
+        let inspection = inspection.expect("inspected");
         // The application inspects leases and terminal cleanups in two
         // statements; both counts are reported, the time goes to the first.
         summary.measured(Phase::InspectCapacityBindings, elapsed_ms(started), inspection.lease_identities);
@@ -231,7 +317,16 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         seed_keys = inspection.seed_operations.iter().map(|&i| operations.operation_keys[i]).collect();
     }
 
-    if request.dry_run {
+    // The valve: a listing that calls too much of the fleet absent is not
+    // believed. A dry run reports what it would block, with every count.
+    if summary.absent_candidates.is_some_and(|candidates| {
+        summary::mass_absence(candidates, live_operations, items.is_empty(), options.max_absent_ratio)
+    }) {
+        summary.status = Status::BlockedMassAbsence;
+        return summary;
+    }
+
+    if options.dry_run {
         return summary;
     }
 
@@ -257,14 +352,138 @@ fn run(client: &mut SpiClient, request: &Request) -> Summary {
         summary.measured(Phase::MarkProviderConfirmedAbsent, ms, summary.marked_deleted);
     }
 
-    // A cleanup that reached durable deletion while this run worked: release
-    // its lease too. The application reports the running total here.
-    let (released, ms) = execute(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[]);
-    summary.released_terminal_leases += count(&released.first(), 1);
-    summary.measured(Phase::ReleaseTerminalCapacity, ms, summary.released_terminal_leases);
-
-    record_run(client, &ledger, request, started_at, &summary);
+    // The application's second pass: leases that became terminal during the
+    // run. Seeding never binds over a deleted cleanup and marking releases
+    // its own, so of this run's writes only recovery can bind one (a
+    // recovered sandbox whose cleanup was already deleted); those are
+    // re-checked. Cleanups others finish meanwhile are released by the next
+    // run's first pass. The application reports the running total here.
+    let started = Instant::now();
+    summary.released_terminal_leases += capacity.release_second(client, &ledger);
+    summary.measured(Phase::ReleaseTerminalCapacity, elapsed_ms(started), summary.released_terminal_leases);
     summary
+}
+
+/// Recover reserved creates by their unique label (`candidates`: the owned
+/// items), in the four steps of sql/reconcile/recover_*.sql, each handed the
+/// rows the one before returned. Returns the leases bound: one per recovered
+/// create (a create whose attempt row is missing is promoted but not bound
+/// nor counted, as in the application).
+fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns) -> Vec<String> {
+    /// A promoted operation, as step 1 returns it.
+    struct Promoted {
+        key: Option<String>,
+        run_id: Option<String>,
+        attempt: Option<i32>,
+        environment: Option<String>,
+        sandbox_id: Option<String>,
+        routing_domain: Option<String>,
+    }
+    fn column(rows: &[&Promoted], field: fn(&Promoted) -> &Option<String>) -> Vec<Option<String>> {
+        rows.iter().map(|row| field(row).clone()).collect()
+    }
+    let (table, _) = execute(
+        client,
+        &ledger.sql(RECOVER_PROMOTE),
+        &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
+    );
+    let promoted: Vec<Promoted> = table
+        .map(|row| {
+            let text = |c: usize| row.get::<String>(c).ok().flatten();
+            Promoted {
+                key: text(1),
+                run_id: text(2),
+                attempt: row.get::<i32>(3).ok().flatten(),
+                environment: text(4),
+                sandbox_id: text(5),
+                routing_domain: text(6),
+            }
+        })
+        .collect();
+    if promoted.is_empty() {
+        return Vec::new();
+    }
+    let all: Vec<&Promoted> = promoted.iter().collect();
+    let (table, _) = execute(
+        client,
+        &ledger.sql(RECOVER_ATTEMPTS),
+        &[
+            column(&all, |p| &p.key).into(),
+            column(&all, |p| &p.run_id).into(),
+            all.iter().map(|p| p.attempt).collect::<Vec<_>>().into(),
+            column(&all, |p| &p.environment).into(),
+            column(&all, |p| &p.sandbox_id).into(),
+            column(&all, |p| &p.routing_domain).into(),
+        ],
+    );
+    let recorded: FastSet<(String, i32)> =
+        table.filter_map(|row| Some((row.get::<String>(1).ok().flatten()?, row.get::<i32>(2).ok().flatten()?))).collect();
+    let written: Vec<&Promoted> = all
+        .into_iter()
+        .filter(|p| matches!((&p.run_id, p.attempt), (Some(run), Some(attempt)) if recorded.contains(&(run.clone(), attempt))))
+        .collect();
+    let (table, _) = execute(
+        client,
+        &ledger.sql(RECOVER_BIND),
+        &[
+            column(&written, |p| &p.key).into(),
+            column(&written, |p| &p.sandbox_id).into(),
+            column(&written, |p| &p.routing_domain).into(),
+        ],
+    );
+    let bound: FastSet<String> = table.filter_map(|row| row.get::<String>(1).ok().flatten()).collect();
+    // Operation-key order: the cleanup rows are inserted in a stable order.
+    let mut recovered: Vec<&Promoted> =
+        written.into_iter().filter(|p| p.key.as_ref().is_some_and(|key| bound.contains(key))).collect();
+    recovered.sort_by(|a, b| a.key.cmp(&b.key));
+    execute(
+        client,
+        &ledger.sql(RECOVER_CLEANUPS),
+        &[
+            column(&recovered, |p| &p.sandbox_id).into(),
+            column(&recovered, |p| &p.run_id).into(),
+            recovered.iter().map(|p| p.attempt).collect::<Vec<_>>().into(),
+            column(&recovered, |p| &p.environment).into(),
+            column(&recovered, |p| &p.routing_domain).into(),
+        ],
+    );
+    recovered.iter().filter_map(|p| p.key.clone()).collect()
+}
+
+/// The absent candidates among the lone live operations: every one counted,
+/// the oldest batch + 1 returned.
+fn find_absent<'conn>(
+    client: &mut SpiClient<'conn>,
+    ledger: &Ledger,
+    options: &Options,
+    listing: &Listing,
+    absent_before: TimestampWithTimeZone,
+    lone: &[&str],
+    current: usize,
+) -> (SpiTupleTable<'conn>, f64) {
+    let started = Instant::now();
+    // Few lone keys (the usual case): probe each by primary key; many (an
+    // inventory that lists little): one pass, if the table (history
+    // included) is not much larger than they are.
+    let scan = lone.len() * 16 > current && {
+        let cap = 4 * lone.len() as i64;
+        let (table, _) = execute(client, &ledger.sql(OPERATIONS_REACH), &[(cap + 1).into()]);
+        count(&table.first(), 1) <= cap
+    };
+    let reach = if scan { ABSENT_KEYS_SCANNED } else { ABSENT_KEYS_PROBED };
+    let confirmed = if listing.confirming.is_empty() { "" } else { ABSENT_CONFIRMED.trim_end() };
+    let sql = ABSENT_OPERATIONS.replace("@operations@", reach.trim_end()).replace("@confirmed@", confirmed);
+    let mut params: Vec<DatumWithOid> = vec![
+        lone.to_vec().into(),
+        absent_before.into(),
+        options.minimum_age.into(),
+        (options.batch_size as i64 + 1).into(),
+    ];
+    if !listing.confirming.is_empty() {
+        params.push(listing.confirming.clone().into());
+    }
+    let (table, _) = execute(client, &ledger.sql(&sql), &params);
+    (table, elapsed_ms(started))
 }
 
 /// A text[] column as borrowed strings (NULL array: no rows).
@@ -277,6 +496,7 @@ fn elapsed_ms(started: Instant) -> f64 {
 }
 
 /// The absent operations absent_operations.sql returned, oldest first, cut to the batch.
+#[derive(Default)]
 struct AbsentRows {
     sandbox_ids: Vec<Option<String>>,
     run_ids: Vec<Option<String>>,
@@ -292,32 +512,64 @@ impl AbsentRows {
             values.truncate(batch_size);
             values
         };
-        let mut attempts = table.get::<Vec<Option<i32>>>(4).ok().flatten().unwrap_or_default();
+        let mut attempts = table.get::<Vec<Option<i32>>>(5).ok().flatten().unwrap_or_default();
         attempts.truncate(batch_size);
-        Self { sandbox_ids: text(2), run_ids: text(3), attempts, environments: text(5), routing_domains: text(6) }
+        Self { sandbox_ids: text(3), run_ids: text(4), attempts, environments: text(6), routing_domains: text(7) }
     }
 }
 
-/// Every apply that was not skipped leaves a history row; a dry run does not.
-fn record_run(
-    client: &mut SpiClient,
-    ledger: &Ledger,
-    request: &Request,
-    started_at: TimestampWithTimeZone,
-    summary: &Summary,
-) {
-    if request.dry_run {
-        return;
-    }
-    let status = serde_json::to_value(summary.status).expect("status serializes");
-    execute(
+/// The history row of an apply (skipped and blocked ones included); returns its id.
+fn record_run(client: &mut SpiClient, ledger: &SchemaName, started_at: TimestampWithTimeZone, summary: &Summary) -> i64 {
+    let ledger = Ledger { quoted: &ledger.quoted };
+    let (table, _) = execute(
         client,
         &ledger.sql(RECORD_RUN),
-        &[started_at.into(), status.as_str().unwrap_or_default().into(), summary.to_json().into()],
+        &[started_at.into(), summary.status.as_str().into(), summary.to_json().into()],
     );
+    count(&table.first(), 1)
 }
 
-fn result_row(summary: &Summary) -> PgHeapTuple<'static, AllocatedByRust> {
+/// An apply that did not go through says so: a WARNING to the caller (pg_cron
+/// logs it) and a notification on channel `runtime_sandbox` for listeners.
+pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, summary: &Summary) {
+    if !summary.status.alerts() {
+        return;
+    }
+    let reason = match summary.status {
+        Status::BlockedMassAbsence => format!(
+            "{} absent candidates among {} live operations are too many to believe (an empty or partial listing?); \
+             nothing was seeded or marked absent",
+            summary.absent_candidates.unwrap_or(0),
+            summary.live_operations.unwrap_or(0)
+        ),
+        Status::BlockedUnownedSandboxes => format!(
+            "{} listed sandboxes are owned by no operation (first: {}); nothing was seeded or marked absent",
+            summary.unmatched_provider_sandbox_ids.len(),
+            summary.unmatched_provider_sandbox_ids.first().map(String::as_str).unwrap_or("")
+        ),
+        _ => match summary.snapshot_id {
+            Some(id) => format!("the newest Daytona snapshot ({id}) is older than max_snapshot_age; nothing was reconciled"),
+            None => "there is no Daytona snapshot; nothing was reconciled".to_string(),
+        },
+    };
+    warning!("runtime_sandbox: reconciliation of ledger {:?} {}: {reason}", ledger.name, summary.status.as_str());
+    let payload = serde_json::json!({
+        "ledger_schema": ledger.name,
+        "provider": PROVIDER,
+        "status": summary.status.as_str(),
+        "run_id": run_id,
+        "snapshot_id": summary.snapshot_id,
+        "provider_sandbox_count": summary.provider_sandbox_count,
+        "unmatched_provider_sandboxes": summary.unmatched_provider_sandbox_ids.len(),
+        "absent_candidates": summary.absent_candidates,
+        "live_operations": summary.live_operations,
+        "released_terminal_leases": summary.released_terminal_leases,
+        "recovered_reserved_operations": summary.recovered_reserved_operations,
+    });
+    execute(client, NOTIFY, &[payload.to_string().into()]);
+}
+
+pub(crate) fn result_row(summary: &Summary) -> PgHeapTuple<'static, AllocatedByRust> {
     Spi::get_one_with_args::<PgHeapTuple<'static, AllocatedByRust>>(SUMMARY_ROW, &[summary.to_json().into()])
         .unwrap_or_else(|e| error!("runtime_sandbox: reconcile_daytona could not build its result: {e}"))
         .expect("jsonb_populate_record returns a row")

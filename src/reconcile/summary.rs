@@ -32,7 +32,28 @@ pub enum Status {
     Applied,
     Planned,
     BlockedUnownedSandboxes,
+    BlockedMassAbsence,
     SkippedConcurrent,
+    NoFreshSnapshot,
+}
+
+impl Status {
+    /// The word the result row and the history use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Applied => "applied",
+            Status::Planned => "planned",
+            Status::BlockedUnownedSandboxes => "blocked_unowned_sandboxes",
+            Status::BlockedMassAbsence => "blocked_mass_absence",
+            Status::SkippedConcurrent => "skipped_concurrent",
+            Status::NoFreshSnapshot => "no_fresh_snapshot",
+        }
+    }
+
+    /// Statuses an operator is told about (WARNING and pg_notify) when an apply ends in them.
+    pub fn alerts(self) -> bool {
+        matches!(self, Status::BlockedUnownedSandboxes | Status::BlockedMassAbsence | Status::NoFreshSnapshot)
+    }
 }
 
 /// `runtime_sandbox.reconciliation_summary`, field for field.
@@ -52,6 +73,18 @@ pub struct Summary {
     pub dry_run: bool,
     pub status: Status,
     pub diagnostics: Vec<Diagnostic>,
+    /// Every live operation that passed the absence filters, not only the
+    /// batch (the valve's numerator); None when absence was not looked at.
+    pub absent_candidates: Option<i64>,
+    /// Live production Daytona operations (the valve's denominator); None
+    /// when the ledger was not read.
+    pub live_operations: Option<i64>,
+    /// The snapshot reconciled (reconcile_daytona_latest).
+    pub snapshot_id: Option<i64>,
+    /// How many snapshots, newest first, an absent operation had to be
+    /// missing from (reconcile_daytona_latest); fewer than asked: too few
+    /// snapshots yet, nothing was called absent.
+    pub confirming_snapshots: Option<i64>,
 }
 
 impl Summary {
@@ -72,6 +105,10 @@ impl Summary {
             dry_run,
             status,
             diagnostics: Vec::new(),
+            absent_candidates: None,
+            live_operations: None,
+            snapshot_id: None,
+            confirming_snapshots: None,
         }
     }
 
@@ -98,16 +135,47 @@ pub fn captured_at(pg_micros: i64) -> Result<i64, ArgError> {
     Ok(pg_micros)
 }
 
+/// An interval in microseconds, as PostgreSQL compares intervals (a month is
+/// 30 days, a day 24 hours).
+pub fn interval_micros(months: i32, days: i32, micros: i64) -> i128 {
+    const DAY_MICROS: i128 = 86_400_000_000;
+    (months as i128 * 30 + days as i128) * DAY_MICROS + micros as i128
+}
+
 /// `minimum_age` must not be negative, compared the way PostgreSQL compares
 /// intervals (a month is 30 days, a day 24 hours).
 pub fn minimum_age(months: i32, days: i32, micros: i64) -> Result<(), ArgError> {
-    const DAY_MICROS: i128 = 86_400_000_000;
-    let total = (months as i128 * 30 + days as i128) * DAY_MICROS + micros as i128;
-    if total < 0 {
+    if interval_micros(months, days, micros) < 0 {
         Err(ArgError::new("minimum_age", "must not be negative"))
     } else {
         Ok(())
     }
+}
+
+/// More absent candidates than this are never "a handful": the valve may
+/// block them.
+pub const ABSENT_HANDFUL: i64 = 10;
+
+/// `max_absent_ratio`: a share of the live operations, 0 < ratio <= 1.
+pub fn max_absent_ratio(value: f32) -> Result<f32, ArgError> {
+    if value > 0.0 && value <= 1.0 {
+        Ok(value)
+    } else {
+        Err(ArgError::new("max_absent_ratio", format!("must be greater than 0 and at most 1, got {value}")))
+    }
+}
+
+/// The mass-absence valve: true when a listing calls too much of the live
+/// fleet absent to be believed. An empty listing against live operations
+/// with anything to mark is always too much; otherwise more than a handful
+/// of candidates and more than `max_ratio` of the live operations. A ratio
+/// of 1 never blocks (the application's behaviour).
+pub fn mass_absence(candidates: i64, live: i64, inventory_empty: bool, max_ratio: f32) -> bool {
+    if max_ratio >= 1.0 {
+        return false;
+    }
+    (candidates > 0 && inventory_empty && live > 0)
+        || (candidates > ABSENT_HANDFUL && candidates as f64 > f64::from(max_ratio) * live as f64)
 }
 
 pub fn required<T>(argument: &'static str, value: Option<T>) -> Result<T, ArgError> {
@@ -139,6 +207,36 @@ mod tests {
     }
 
     #[test]
+    fn valve_boundaries() {
+        // Exactly at the ratio is not more than it.
+        assert!(!mass_absence(20, 40, false, 0.5));
+        assert!(mass_absence(21, 40, false, 0.5));
+        // A handful never blocks, one more does.
+        assert!(!mass_absence(10, 10, false, 0.5));
+        assert!(mass_absence(11, 11, false, 0.5));
+        // An empty listing with anything to mark always does.
+        assert!(mass_absence(1, 100, true, 0.5));
+        assert!(mass_absence(1, 100, true, 0.99));
+        assert!(!mass_absence(0, 100, true, 0.5));
+        // 1.0 is the application's behaviour.
+        assert!(!mass_absence(100, 100, true, 1.0));
+        assert!(!mass_absence(1000, 1000, false, 1.0));
+        // A small ratio blocks what is beyond it.
+        assert!(mass_absence(11, 1000, false, 0.01));
+        assert!(!mass_absence(10, 1000, false, 0.001));
+    }
+
+    #[test]
+    fn max_absent_ratio_bounds() {
+        assert_eq!(max_absent_ratio(1.0), Ok(1.0));
+        assert_eq!(max_absent_ratio(f32::MIN_POSITIVE), Ok(f32::MIN_POSITIVE));
+        for bad in [0.0, -0.5, 1.000001, f32::NAN, f32::INFINITY] {
+            let err = max_absent_ratio(bad).unwrap_err();
+            assert_eq!(err.argument, "max_absent_ratio");
+        }
+    }
+
+    #[test]
     fn summary_json_uses_snake_case_names() {
         let mut s = Summary::empty(3, true, Status::Planned);
         s.measured(Phase::RecoverReservedOperations, 1.5, 2);
@@ -150,5 +248,10 @@ mod tests {
         assert_eq!(json["diagnostics"][0]["row_count"], 2);
         assert_eq!(serde_json::to_value(Status::BlockedUnownedSandboxes).unwrap(), "blocked_unowned_sandboxes");
         assert_eq!(serde_json::to_value(Status::SkippedConcurrent).unwrap(), "skipped_concurrent");
+        for status in [Status::Applied, Status::Planned, Status::BlockedUnownedSandboxes, Status::BlockedMassAbsence,
+                       Status::SkippedConcurrent, Status::NoFreshSnapshot] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        assert_eq!(json["absent_candidates"], serde_json::Value::Null);
     }
 }

@@ -263,7 +263,9 @@ fn reconcile_duplicate_labels_recover_nothing_and_fail_closed() {
             "unmatched_provider_sandbox_ids": ["sb1", "sb2"], "live_leases_to_seed": 0, "absent_ledger_rows": 0,
             "seeded_leases": 0, "released_terminal_leases": 1, "marked_deleted": 0,
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": false,
-            "status": "blocked_unowned_sandboxes"
+            "status": "blocked_unowned_sandboxes",
+            // The ledger was read (one live operation), absence never looked at.
+            "absent_candidates": null, "live_operations": 1, "snapshot_id": null, "confirming_snapshots": null
         })
     );
     // The select sees both items (2 rows), so recovery runs and promotes none.
@@ -443,13 +445,15 @@ fn reconcile_batches_absent_rows_oldest_first() {
     l.op("b", "live", Some("sb-b"), None, None, "2 hours");
     l.op("a", "live", Some("sb-a"), None, None, "2 hours");
     l.op("c", "live", Some("sb-c"), None, None, "3 hours");
-    let s = l.reconcile(&json!([]), false, ", batch_size => 2");
+    // An empty listing: the valve would block it (see reconcile_valve_*).
+    let s = l.reconcile(&json!([]), false, ", batch_size => 2, max_absent_ratio => 1");
     assert_eq!((s["absent_ledger_rows"].clone(), s["has_more_absent_ledger_rows"].clone()), (json!(2), json!(true)));
+    assert_eq!((s["absent_candidates"].clone(), s["live_operations"].clone()), (json!(3), json!(3)));
     assert_eq!(phases(&s), vec![p("release_terminal_capacity", 0), p("find_absent_operations", 3),
                                 p("mark_provider_confirmed_absent", 2), p("release_terminal_capacity", 0)]);
     // Oldest first, then operation key among equals.
     assert_eq!((l.state("c"), l.state("a"), l.state("b")), ("deleted".into(), "deleted".into(), "live".into()));
-    let s = l.reconcile(&json!([]), false, ", batch_size => 2");
+    let s = l.reconcile(&json!([]), false, ", batch_size => 2, max_absent_ratio => 1");
     assert_eq!((s["absent_ledger_rows"].clone(), s["has_more_absent_ledger_rows"].clone()), (json!(1), json!(false)));
 }
 
@@ -546,7 +550,8 @@ fn reconcile_dry_run_leaves_every_table_byte_identical() {
             "unmatched_provider_sandbox_ids": [], "live_leases_to_seed": 1, "absent_ledger_rows": 1,
             "seeded_leases": 0, "released_terminal_leases": 0, "marked_deleted": 0,
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": true,
-            "status": "planned"
+            "status": "planned",
+            "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null
         })
     );
     let applied = l.reconcile(&inventory, false, "");
@@ -557,7 +562,8 @@ fn reconcile_dry_run_leaves_every_table_byte_identical() {
             "unmatched_provider_sandbox_ids": [], "live_leases_to_seed": 1, "absent_ledger_rows": 1,
             "seeded_leases": 1, "released_terminal_leases": 1, "marked_deleted": 1,
             "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
-            "status": "applied"
+            "status": "applied",
+            "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null
         })
     );
     let history = rows("SELECT status, dry_run, summary - 'diagnostics' AS summary, finished_at >= started_at AS ordered \
@@ -577,7 +583,8 @@ fn reconcile_returns_named_columns() {
         columns,
         "provider,provider_sandbox_count,matched_live_sandboxes,unmatched_provider_sandbox_ids,live_leases_to_seed,\
          absent_ledger_rows,seeded_leases,released_terminal_leases,marked_deleted,recovered_reserved_operations,\
-         has_more_absent_ledger_rows,dry_run,status,diagnostics"
+         has_more_absent_ledger_rows,dry_run,status,diagnostics,absent_candidates,live_operations,snapshot_id,\
+         confirming_snapshots"
     );
     assert_eq!(
         text("SELECT status || ':' || provider_sandbox_count || ':' || cardinality(diagnostics) \
@@ -637,6 +644,10 @@ fn reconcile_rejects_every_bad_input_and_writes_nothing() {
         ("'[]', now(), false, ledger_schema => 'bad-name'", "invalid argument ledger_schema: \"bad-name\" is not a plain identifier"),
         ("'[]', now(), false, ledger_schema => 'no_such_schema'", "invalid argument ledger_schema: schema \"no_such_schema\" does not exist"),
         ("'[]', now(), false, ledger_schema => NULL", "invalid argument ledger_schema: must not be NULL"),
+        (&format!("{ok}, max_absent_ratio => 0"), "invalid argument max_absent_ratio: must be greater than 0 and at most 1, got 0"),
+        (&format!("{ok}, max_absent_ratio => 1.5"), "invalid argument max_absent_ratio: must be greater than 0 and at most 1, got 1.5"),
+        (&format!("{ok}, max_absent_ratio => 'NaN'"), "invalid argument max_absent_ratio: must be greater than 0 and at most 1, got NaN"),
+        (&format!("{ok}, max_absent_ratio => NULL"), "invalid argument max_absent_ratio: must not be NULL"),
     ];
     for (args, expected) in cases {
         let got = text(&format!("SELECT pg_temp.try_reconcile($a${args}$a$)")).unwrap();
@@ -700,7 +711,7 @@ fn reconcile_absent_candidates_by_probe_and_by_scan_agree() {
         l.op("k-new", "live", Some("sb-new"), None, None, "1 minute");
         l.op("k-gone", "live", Some("sb-gone"), None, None, "4 hours");
         l.cleanup("sb-gone", "run-k-gone", "deleted", None);
-        let summary = l.reconcile(&json!([]), false, ", batch_size => 2");
+        let summary = l.reconcile(&json!([]), false, ", batch_size => 2, max_absent_ratio => 1");
         let marked = rows(&format!("SELECT sandbox_id, status FROM {s}.sandbox_cleanup_jobs_v2 ORDER BY id"));
         outcomes.push((counts(&summary), marked));
     }
@@ -717,4 +728,263 @@ fn reconcile_absent_candidates_by_probe_and_by_scan_agree() {
         ])
     );
     assert_eq!(probe, scan);
+}
+
+/// `n` live operations `<prefix>-<i>` on sandboxes `sb-<prefix>-<i>`, created two hours ago.
+fn live_fleet(l: &Ledger, prefix: &str, n: usize) {
+    run(&format!(
+        "INSERT INTO {s}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+         SELECT '{prefix}-' || g, 'daytona', 'run-{prefix}-' || g, 1, 'org-1', 'sb-{prefix}-' || g, 'live', now() - interval '2 hours'
+         FROM generate_series(1, {n}) AS g",
+        s = l.s
+    ));
+}
+
+/// An inventory listing sandboxes `sb-<prefix>-<from..=to>`.
+fn listing(prefix: &str, from: usize, to: usize) -> Value {
+    Value::Array((from..=to).map(|i| json!({"sandboxId": format!("sb-{prefix}-{i}")})).collect())
+}
+
+#[pg_test]
+fn reconcile_valve_boundaries() {
+    let l = Ledger::new("rc_valve");
+    live_fleet(&l, "v", 40);
+    let status = |inventory: &Value, extra: &str| -> (String, i64, i64) {
+        let s = l.reconcile(inventory, true, extra);
+        (s["status"].as_str().unwrap().to_string(), s["absent_candidates"].as_i64().unwrap(), s["live_operations"].as_i64().unwrap())
+    };
+    // Exactly half of 40 absent is not more than half; 21 is.
+    assert_eq!(status(&listing("v", 1, 20), ""), ("planned".into(), 20, 40));
+    assert_eq!(status(&listing("v", 1, 19), ""), ("blocked_mass_absence".into(), 21, 40));
+    // A handful (10) never blocks, whatever the ratio; 11 does past it.
+    assert_eq!(status(&listing("v", 1, 30), ", max_absent_ratio => 0.1"), ("planned".into(), 10, 40));
+    assert_eq!(status(&listing("v", 1, 29), ", max_absent_ratio => 0.1"), ("blocked_mass_absence".into(), 11, 40));
+    // 1.0 is the application's behaviour: never blocks, not even an empty listing.
+    assert_eq!(status(&listing("v", 1, 0), ", max_absent_ratio => 1"), ("planned".into(), 40, 40));
+    assert_eq!(status(&listing("v", 1, 1), ", max_absent_ratio => 1"), ("planned".into(), 39, 40));
+    // An empty listing with anything to call absent always blocks below 1.
+    assert_eq!(status(&listing("v", 1, 0), ", max_absent_ratio => 0.99"), ("blocked_mass_absence".into(), 40, 40));
+
+    // ... even when those are few: 3 live operations, an empty listing.
+    let small = Ledger::new("rc_valve_small");
+    live_fleet(&small, "s", 3);
+    let s = small.reconcile(&json!([]), true, "");
+    assert_eq!((s["status"].clone(), s["absent_candidates"].clone()), (json!("blocked_mass_absence"), json!(3)));
+    // Nothing absent (all too young): an empty listing is believed.
+    let young = Ledger::new("rc_valve_young");
+    young.op("y1", "live", Some("sb-y1"), None, None, "1 minute");
+    let s = young.reconcile(&json!([]), false, "");
+    assert_eq!((s["status"].clone(), s["absent_candidates"].clone(), s["live_operations"].clone()),
+               (json!("applied"), json!(0), json!(1)));
+}
+
+#[pg_test]
+fn reconcile_valve_in_a_dry_run_reports_every_count() {
+    let l = Ledger::new("rc_valve_dry");
+    live_fleet(&l, "d", 30);
+    // Listed without a lease: would be seeded.
+    l.op("seed-me", "live", Some("sb-seed"), None, None, "1 hour");
+    let inventory = json!([{"sandboxId": "sb-seed"}, {"sandboxId": "sb-d-1"}]);
+    let before = l.checksum();
+    let dry = l.reconcile(&inventory, true, ", batch_size => 5");
+    assert_eq!(l.checksum(), before);
+    assert_eq!(
+        counts(&dry),
+        json!({
+            "provider": "daytona", "provider_sandbox_count": 2, "matched_live_sandboxes": 2,
+            "unmatched_provider_sandbox_ids": [], "live_leases_to_seed": 2, "absent_ledger_rows": 5,
+            "seeded_leases": 0, "released_terminal_leases": 0, "marked_deleted": 0,
+            "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": true, "dry_run": true,
+            "status": "blocked_mass_absence",
+            "absent_candidates": 29, "live_operations": 31, "snapshot_id": null, "confirming_snapshots": null
+        })
+    );
+    assert_eq!(
+        phases(&dry),
+        vec![p("recover_reserved_operations", 0), p("match_provider_inventory", 2), p("find_absent_operations", 6),
+             p("inspect_capacity_bindings", 0), p("inspect_capacity_bindings", 0)]
+    );
+}
+
+#[pg_test]
+fn reconcile_blocked_apply_keeps_only_the_phases_before_the_valve() {
+    let l = Ledger::new("rc_valve_apply");
+    live_fleet(&l, "a", 20);
+    // A terminal lease (first release pass) and a lost create (recovery):
+    // both run before the valve and keep their writes.
+    l.op("t1", "deleted", Some("sb-t1"), None, None, "5 hours");
+    l.lease("t1", "run-t1", Some("sb-t1"), false);
+    l.cleanup("sb-t1", "run-t1", "deleted", None);
+    l.op("r1", "reserved", None, None, Some("tok-r1"), "1 hour");
+    l.lease("r1", "run-r1", None, false);
+    l.attempt("run-r1", "NULL");
+    // Listed without a lease: not seeded when blocked.
+    l.op("seed-me", "live", Some("sb-seed"), None, None, "1 hour");
+    let inventory = json!([{"sandboxId": "sb-seed"}, {"sandboxId": "sb-r1", "operationKey": "tok-r1"}]);
+    let dry = l.reconcile(&inventory, true, "");
+    assert_eq!((dry["status"].clone(), dry["absent_candidates"].clone()), (json!("blocked_mass_absence"), json!(20)));
+
+    let s = l.reconcile(&inventory, false, "");
+    assert_eq!(
+        counts(&s),
+        json!({
+            "provider": "daytona", "provider_sandbox_count": 2, "matched_live_sandboxes": 2,
+            "unmatched_provider_sandbox_ids": [], "live_leases_to_seed": 1, "absent_ledger_rows": 20,
+            "seeded_leases": 0, "released_terminal_leases": 1, "marked_deleted": 0,
+            "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
+            "status": "blocked_mass_absence",
+            "absent_candidates": 20, "live_operations": 21, "snapshot_id": null, "confirming_snapshots": null
+        })
+    );
+    // No seeding, no marking, no second release pass.
+    assert_eq!(
+        phases(&s),
+        vec![
+            p("release_terminal_capacity", 1),
+            p("recover_reserved_operations", 1),
+            p("recover_reserved_operations", 1),
+            p("match_provider_inventory", 2),
+            p("find_absent_operations", 20),
+            p("inspect_capacity_bindings", 1),
+            p("inspect_capacity_bindings", 0),
+        ]
+    );
+    assert_eq!(l.state("r1"), "deleting");
+    assert_eq!(l.state("a-1"), "live");
+    assert_eq!(int("SELECT count(*) FROM rc_valve_apply.runtime_sandbox_capacity_leases WHERE lease_id = 'seed-me'"), 0);
+    assert_eq!(int("SELECT count(*) FROM rc_valve_apply.sandbox_cleanup_jobs_v2 WHERE status = 'deleted'"), 1);
+    assert_eq!(int("SELECT count(*) FROM rc_valve_apply.runtime_sandbox_capacity_leases WHERE released_at IS NOT NULL"), 1);
+    assert_eq!(
+        rows("SELECT status, summary->'absent_candidates' AS candidates, summary->'live_operations' AS live \
+              FROM rc_valve_apply.reconciliation_runs"),
+        json!([{"status": "blocked_mass_absence", "candidates": 20, "live": 21}])
+    );
+    // The application's behaviour on request: the same call goes through.
+    let s = l.reconcile(&inventory, false, ", max_absent_ratio => 1");
+    assert_eq!((s["status"].clone(), s["marked_deleted"].clone(), s["seeded_leases"].clone()),
+               (json!("applied"), json!(20), json!(1)));
+}
+
+#[pg_test]
+fn reconcile_apply_without_history_table_fails_before_any_work() {
+    let l = Ledger::new("rc_no_history");
+    l.op("t1", "deleted", Some("sb-t1"), None, None, "5 hours");
+    l.lease("t1", "run-t1", Some("sb-t1"), false);
+    l.cleanup("sb-t1", "run-t1", "deleted", None);
+    run("DROP TABLE rc_no_history.reconciliation_runs CASCADE");
+    run(r#"CREATE FUNCTION pg_temp.try_apply(sql text) RETURNS text LANGUAGE plpgsql AS $f$
+           DECLARE state text; message text; hint text;
+           BEGIN
+             EXECUTE sql;
+             RETURN 'ok';
+           EXCEPTION WHEN others THEN
+             GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
+             RETURN state || ' ' || message || ' | ' || hint;
+           END $f$"#);
+    let before = l.checksum();
+    let got = text("SELECT pg_temp.try_apply($q$SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, \
+                    ledger_schema => 'rc_no_history')$q$)")
+    .unwrap();
+    assert_eq!(
+        got,
+        "55000 runtime_sandbox: reconcile_daytona: ledger_schema \"rc_no_history\" lacks reconciliation_runs | \
+         Run SELECT runtime_sandbox.install_ledger('rc_no_history'); it is idempotent and adds what a ledger of an \
+         earlier version lacks."
+    );
+    assert_eq!(l.checksum(), before, "the terminal lease was not released");
+    // A dry run needs no history.
+    assert_eq!(
+        text("SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), true, ledger_schema => 'rc_no_history')")
+            .as_deref(),
+        Some("planned")
+    );
+}
+
+#[pg_test]
+fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
+    // The same ledger twice, the second with 5,000 rows of history (released
+    // leases, deleted cleanups of other sandboxes): past the cap (4 x 1,000)
+    // the inspection and both release passes probe from the listing's side
+    // instead of scanning. Same summaries, same rows.
+    let mut outcomes = Vec::new();
+    for (s, history) in [("rc_reach_scan", 0), ("rc_reach_probe", 5000)] {
+        let l = Ledger::new(s);
+        run(&format!(
+            "INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, released_at)
+             SELECT 'old-' || g, 'org-1', 'old-run-' || g, 'daytona', 'old-sb-' || g, now() - interval '9 days'
+             FROM generate_series(1, {history}) AS g;
+             INSERT INTO {s}.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, status, deleted_at)
+             SELECT 'daytona', 'old-sb-' || g, 'old-run-' || g, 1, 'deleted', now() - interval '9 days'
+             FROM generate_series(1, {history}) AS g"
+        ));
+        // Terminal: its open lease is released by the first pass.
+        l.op("t1", "deleted", Some("sb-t1"), None, None, "5 hours");
+        l.lease("t1", "run-t1", Some("sb-t1"), false);
+        l.cleanup("sb-t1", "run-t1", "deleted", None);
+        // Listed, leased under another domain long ago (released): counted, still seeded.
+        l.op("s1", "live", Some("sb-s1"), None, None, "1 hour");
+        run(&format!("INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, routing_domain, released_at)
+                      VALUES ('s1-old', 'org-1', 'run-s1', 'daytona', 'sb-s1', 'eu', now() - interval '3 days')"));
+        // Listed, with a released lease of its own identity: not seeded.
+        l.op("s2", "live", Some("sb-s2"), None, None, "1 hour");
+        l.lease("s2-old", "run-s2", Some("sb-s2"), true);
+        // Listed but durably deleted (terminal): not seeded.
+        l.op("s3", "deleting", Some("sb-s3"), None, None, "1 hour");
+        l.cleanup("sb-s3", "run-s3", "deleted", None);
+        // Absent: marked, its lease released by marking.
+        l.op("a1", "live", Some("sb-a1"), None, None, "3 hours");
+        l.lease("a1", "run-a1", Some("sb-a1"), false);
+        // A lost create recovered onto a sandbox whose cleanup (same run) is
+        // already deleted: the lease recovery binds is released by the second pass.
+        l.op("r1", "reserved", None, None, Some("tok-r1"), "1 hour");
+        l.lease("r1", "run-r1", None, false);
+        l.attempt("run-r1", "NULL");
+        l.cleanup("sb-r1", "run-r1", "deleted", None);
+        let inventory = json!([{"sandboxId": "sb-s1"}, {"sandboxId": "sb-s2"}, {"sandboxId": "sb-s3"},
+                               {"sandboxId": "sb-r1", "operationKey": "tok-r1"}]);
+        let dry = l.reconcile(&inventory, true, "");
+        let applied = l.reconcile(&inventory, false, "");
+        let leases = rows(&format!(
+            "SELECT lease_id, sandbox_id, released_at IS NOT NULL AS released FROM {s}.runtime_sandbox_capacity_leases \
+             WHERE lease_id NOT LIKE 'old-%' ORDER BY 1"
+        ));
+        let cleanups = rows(&format!(
+            "SELECT sandbox_id, status FROM {s}.sandbox_cleanup_jobs_v2 WHERE sandbox_id NOT LIKE 'old-%' ORDER BY 1"
+        ));
+        outcomes.push((counts(&dry), counts(&applied), phases(&applied), leases, cleanups));
+    }
+    let (scan, probe) = (&outcomes[0], &outcomes[1]);
+    assert_eq!(scan.1["live_leases_to_seed"], 1, "{}", scan.1);
+    assert_eq!(scan.1["released_terminal_leases"], 2);
+    assert_eq!(scan.1["marked_deleted"], 1);
+    assert_eq!(scan.1["recovered_reserved_operations"], 1);
+    assert_eq!(
+        scan.2,
+        vec![
+            p("release_terminal_capacity", 1),
+            p("recover_reserved_operations", 1),
+            p("recover_reserved_operations", 1),
+            p("match_provider_inventory", 4),
+            p("find_absent_operations", 1),
+            // (sb-s1, eu), (sb-s2, NULL), (sb-r1, NULL); terminal (sb-s3, NULL), (sb-r1, NULL).
+            p("inspect_capacity_bindings", 3),
+            p("inspect_capacity_bindings", 2),
+            p("seed_capacity_bindings", 1),
+            p("mark_provider_confirmed_absent", 1),
+            // t1 in the first pass, r1 (bound by recovery) in the second.
+            p("release_terminal_capacity", 2),
+        ]
+    );
+    assert_eq!(
+        scan.3,
+        json!([
+            {"lease_id": "a1", "sandbox_id": "sb-a1", "released": true},
+            {"lease_id": "r1", "sandbox_id": "sb-r1", "released": true},
+            {"lease_id": "s1", "sandbox_id": "sb-s1", "released": false},
+            {"lease_id": "s1-old", "sandbox_id": "sb-s1", "released": true},
+            {"lease_id": "s2-old", "sandbox_id": "sb-s2", "released": true},
+            {"lease_id": "t1", "sandbox_id": "sb-t1", "released": true},
+        ])
+    );
+    assert_eq!(scan, probe);
 }

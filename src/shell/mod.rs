@@ -9,5 +9,5 @@ pub mod raise;
 pub mod spi;
 pub mod types;
 
-pub use raise::{check, raise_arg, OrRaise, Raise};
+pub use raise::{check, raise_arg, raise_with_hint, OrRaise, Raise};
 pub use spi::existing_schema;

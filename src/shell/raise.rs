@@ -75,3 +75,10 @@ mod tests {
         }
     }
 }
+
+/// Raise an error with a hint (what to do about it). Nothing is written after it.
+/// (The reconcile and operations shells still use it; the other shells raise `Error`.)
+pub fn raise_with_hint(code: PgSqlErrorCode, message: String, hint: String, function: &'static str) -> ! {
+    ErrorReport::new(code, message, function).set_hint(hint).report(PgLogLevel::ERROR);
+    unreachable!("ereport(ERROR) does not return")
+}

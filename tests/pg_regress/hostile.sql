@@ -40,12 +40,25 @@ CREATE FUNCTION public.backfill_run_lock_key(integer, integer, interval, name) R
 CREATE FUNCTION public._backfill_run_lock_key(integer, integer, interval, name) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('_backfill_run_lock_key')::text::bigint $$;
 CREATE FUNCTION public._backfill_run_lock(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT public.hijacked('_backfill_run_lock')::text::boolean $$;
 CREATE FUNCTION public._backfill_run_unlock(bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT public.hijacked('_backfill_run_unlock')::text::boolean $$;
+-- ... those the reconciliation's reads that follow the fleet call (pg_catalog's pg_relation_size takes
+-- regclass and is called with an oid; unnest takes anyarray and is called with integer[]), and the names of
+-- the snapshot functions (the pg_cron job's command calls one).
+CREATE FUNCTION public.pg_relation_size(oid) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('pg_relation_size(oid)')::text::bigint $$;
+CREATE FUNCTION public.unnest(integer[]) RETURNS SETOF integer LANGUAGE sql AS $$ SELECT public.hijacked('unnest(integer[])')::text::integer $$;
+CREATE FUNCTION public.record_inventory_snapshot(text, jsonb, timestamptz) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('record_inventory_snapshot')::text::bigint $$;
+CREATE FUNCTION public.reconcile_daytona_latest() RETURNS void LANGUAGE sql AS $$ SELECT public.hijacked('reconcile_daytona_latest') $$;
 
 -- Aggregates: pg_catalog's take "any" or anynonarray; these match text exactly.
 CREATE FUNCTION public.hijacked_count(bigint, text) RETURNS bigint LANGUAGE sql AS $$ SELECT public.hijacked('count(text)')::text::bigint $$;
 CREATE AGGREGATE public.count(text) (SFUNC = public.hijacked_count, STYPE = bigint);
 CREATE FUNCTION public.hijacked_array_agg(text[], text) RETURNS text[] LANGUAGE sql AS $$ SELECT public.hijacked('array_agg(text)')::text::text[] $$;
 CREATE AGGREGATE public.array_agg(text) (SFUNC = public.hijacked_array_agg, STYPE = text[]);
+CREATE FUNCTION public.hijacked_array_agg(integer[], integer) RETURNS integer[] LANGUAGE sql AS $$ SELECT public.hijacked('array_agg(integer)')::text::integer[] $$;
+CREATE AGGREGATE public.array_agg(integer) (SFUNC = public.hijacked_array_agg, STYPE = integer[]);
+CREATE FUNCTION public.hijacked_array_agg(boolean[], boolean) RETURNS boolean[] LANGUAGE sql AS $$ SELECT public.hijacked('array_agg(boolean)')::text::boolean[] $$;
+CREATE AGGREGATE public.array_agg(boolean) (SFUNC = public.hijacked_array_agg, STYPE = boolean[]);
+CREATE FUNCTION public.hijacked_jsonb_agg(jsonb, jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT public.hijacked('jsonb_agg(jsonb)')::text::jsonb $$;
+CREATE AGGREGATE public.jsonb_agg(jsonb) (SFUNC = public.hijacked_jsonb_agg, STYPE = jsonb);
 
 -- Operators: `'prefix:' || some_name` would pick the first (an exact match beats text || text), a jsonb
 -- field read with a varchar key the second.
@@ -64,6 +77,9 @@ CREATE TABLE public.sandbox_cleanup_jobs_v2 (hijacked integer);
 CREATE TABLE public.sandbox_cleanup_events_v2 (hijacked integer);
 CREATE TABLE public.control (hijacked integer);
 CREATE TABLE public.reconciliation_runs (hijacked integer);
+CREATE TABLE public.provider_inventory_snapshots (hijacked integer);
+CREATE TABLE public.provider_inventory_items (hijacked integer);
+CREATE TABLE public.reconciliation_health (hijacked integer);
 -- Types named like the extension's and the ledger's.
 CREATE TYPE public.managed_stock_status AS ENUM ('hijacked');
 CREATE TYPE public.runtime_sandbox_operation_state AS ENUM ('hijacked');

@@ -1,0 +1,11 @@
+-- (sandbox, routing domain) of the leases $1 recovery just bound, as they are now.
+SELECT array_agg(lease.sandbox_id), array_agg(lease.routing_domain)
+FROM unnest($1::text[]) AS probe(lease_id)
+CROSS JOIN LATERAL (
+    SELECT lease.sandbox_id, lease.routing_domain
+    FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+    WHERE lease.lease_id = probe.lease_id
+      AND lease.provider = 'daytona'
+      AND lease.sandbox_id IS NOT NULL
+    LIMIT 1
+) AS lease

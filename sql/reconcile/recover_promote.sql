@@ -1,0 +1,33 @@
+-- Recover reserved creates whose response was lost after Daytona accepted
+-- them, step 1 of 4 (the shell runs them in order, handing each the rows the
+-- previous returned: every join is then against arrays of known size, never
+-- between statement results the planner cannot estimate). $1..$3 hold only
+-- items whose operation label is unique in the inventory (decided once, in
+-- Rust). Each item probes the reserved production Daytona creates carrying
+-- its label and holding an open lease (lease id = operation key); those are
+-- promoted to deleting with the item's identity. Returns them.
+UPDATE @ledger@.runtime_sandbox_operations AS operation
+SET sandbox_id = found.sandbox_id,
+    routing_domain = found.routing_domain,
+    state = 'deleting',
+    provider_created_at = clock_timestamp(),
+    updated_at = clock_timestamp()
+FROM (
+    SELECT item.sandbox_id, item.routing_domain, reserved.operation_key
+    FROM unnest($1::text[], $2::text[], $3::text[]) AS item(sandbox_id, routing_domain, label)
+    CROSS JOIN LATERAL (
+        SELECT candidate.operation_key
+        FROM @ledger@.runtime_sandbox_operations AS candidate
+        WHERE candidate.provider_operation_token = item.label
+          AND candidate.provider = 'daytona'
+          AND candidate.environment = 'production'
+          AND candidate.state = 'reserved'
+          AND (SELECT lease.released_at IS NULL
+               FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+               WHERE lease.lease_id = candidate.operation_key)
+        OFFSET 0
+    ) AS reserved
+) AS found
+WHERE operation.operation_key = found.operation_key
+RETURNING operation.operation_key, operation.run_id, operation.attempt,
+          operation.environment, operation.sandbox_id, operation.routing_domain

@@ -1,0 +1,29 @@
+-- Leases whose sandbox cleanup is durably deleted (same run) are released,
+-- when durably deleted cleanups are few next to the listing (the shell
+-- estimates it): each one probes the open leases of its sandbox (OFFSET 0
+-- keeps the lateral from becoming a join the planner might answer with a
+-- pass over every lease). Idempotent: only unreleased leases are touched.
+WITH terminal AS (
+    SELECT lease.lease_id
+    FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
+    CROSS JOIN LATERAL (
+        SELECT lease.lease_id
+        FROM @ledger@.runtime_sandbox_capacity_leases AS lease
+        WHERE lease.provider = 'daytona'
+          AND lease.sandbox_id = cleanup.sandbox_id
+          AND lease.released_at IS NULL
+          AND lease.routing_domain IS NOT DISTINCT FROM cleanup.routing_domain
+          AND lease.run_id = cleanup.run_id
+        OFFSET 0
+    ) AS lease
+    WHERE cleanup.provider = 'daytona'
+      AND cleanup.status = 'deleted'
+      AND cleanup.deleted_at IS NOT NULL
+), released AS (
+    UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
+    SET released_at = clock_timestamp()
+    WHERE lease.lease_id = ANY (ARRAY(SELECT lease_id FROM terminal))
+      AND lease.released_at IS NULL
+    RETURNING lease.lease_id
+)
+SELECT count(*) FROM released

@@ -1,0 +1,218 @@
+//! The operations functions' argument rules and the pg_cron commands they
+//! write (pure Rust, no pgrx types).
+
+use crate::args::{ArgError, SchemaName};
+
+/// The only provider reconciled (and so the only one snapshots are kept for).
+pub const PROVIDER: &str = "daytona";
+
+pub fn provider(value: &str) -> Result<&'static str, ArgError> {
+    if value == PROVIDER {
+        Ok(PROVIDER)
+    } else {
+        Err(ArgError::new("provider", format!("must be 'daytona' (the only provider reconciled), got {value:?}")))
+    }
+}
+
+/// Snapshots kept per provider: 1..1000.
+pub fn keep_last(value: i32) -> Result<i32, ArgError> {
+    if (1..=1000).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ArgError::new("keep_last", format!("must be an integer from 1 through 1000, got {value}")))
+    }
+}
+
+/// Snapshots an operation must be missing from: 1..100.
+pub fn absent_confirmations(value: i32) -> Result<i32, ArgError> {
+    if (1..=100).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ArgError::new("absent_confirmations", format!("must be an integer from 1 through 100, got {value}")))
+    }
+}
+
+/// `max_snapshot_age` must be positive (compared as PostgreSQL compares intervals).
+pub fn max_snapshot_age(months: i32, days: i32, micros: i64) -> Result<(), ArgError> {
+    if crate::reconcile::summary::interval_micros(months, days, micros) > 0 {
+        Ok(())
+    } else {
+        Err(ArgError::new("max_snapshot_age", "must be positive"))
+    }
+}
+
+/// How far ahead of the database's clock a snapshot's capture time may be
+/// (clock skew between the recorder and the database); it is stored clamped
+/// to the moment of recording, anything further ahead is an error.
+pub const CAPTURE_SKEW_MICROS: i64 = 5 * 60 * 1_000_000;
+
+pub fn captured_not_ahead(captured_micros: i64, now_micros: i64) -> Result<(), ArgError> {
+    if captured_micros > now_micros.saturating_add(CAPTURE_SKEW_MICROS) {
+        Err(ArgError::new("captured_at", "must not be more than 5 minutes ahead of the database's clock"))
+    } else {
+        Ok(())
+    }
+}
+
+/// pg_cron job names are `name`s: 1..63 bytes, no control characters.
+pub fn job_name(argument: &'static str, value: &str) -> Result<String, ArgError> {
+    if value.trim().is_empty() {
+        return Err(ArgError::new(argument, "must not be blank"));
+    }
+    if value.len() > 63 {
+        return Err(ArgError::new(argument, format!("{value:?} is longer than 63 bytes")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ArgError::new(argument, format!("{value:?} contains a control character")));
+    }
+    Ok(value.to_owned())
+}
+
+/// The job name a schedule function uses when none is given: one job per
+/// ledger and kind, so scheduling another ledger never replaces this one.
+pub fn default_job_name(kind: &str, ledger: &SchemaName) -> Result<String, ArgError> {
+    job_name("job_name", &format!("{kind}:{}", ledger.name))
+        .map_err(|_| ArgError::new("job_name", format!("the default {kind}:<ledger_schema> would be longer than 63 bytes; name the job")))
+}
+
+const MACROS: &[&str] = &["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly", "@reboot"];
+const MONTHS: &[&str] = &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const DAYS: &[&str] = &["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+
+/// A cron schedule pg_cron accepts: one of its @macros, or five fields
+/// (minute hour day-of-month month day-of-week), each a comma list of `*`,
+/// `n` or `n-m`, optionally `/step`; months and days may be named.
+pub fn cron_schedule(value: &str) -> Result<String, ArgError> {
+    let bad = |why: &str| {
+        ArgError::new(
+            "schedule",
+            format!("{value:?} is not a cron schedule ({why}; expected five fields, minute hour day-of-month month day-of-week, e.g. '*/5 * * * *', or @hourly, @daily ...)"),
+        )
+    };
+    let trimmed = value.trim();
+    if trimmed.starts_with('@') {
+        return if MACROS.contains(&trimmed.to_ascii_lowercase().as_str()) { Ok(trimmed.to_owned()) } else { Err(bad("unknown macro")) };
+    }
+    let fields: Vec<&str> = trimmed.split_whitespace().collect();
+    if fields.len() != 5 {
+        return Err(bad(&format!("{} fields", fields.len())));
+    }
+    let ranges: [(u32, u32, &[&str], u32); 5] =
+        [(0, 59, &[], 0), (0, 23, &[], 0), (1, 31, &[], 0), (1, 12, MONTHS, 1), (0, 7, DAYS, 0)];
+    for (field, &(low, high, names, first)) in fields.iter().zip(&ranges) {
+        let number = |text: &str| -> Option<u32> {
+            let lower = text.to_ascii_lowercase();
+            names
+                .iter()
+                .position(|n| *n == lower)
+                .map(|i| i as u32 + first)
+                .or_else(|| text.parse::<u32>().ok())
+                .filter(|n| (low..=high).contains(n))
+        };
+        for item in field.split(',') {
+            let (range, step) = match item.split_once('/') {
+                Some((range, step)) => (range, Some(step)),
+                None => (item, None),
+            };
+            if step.is_some_and(|s| s.parse::<u32>().map_or(true, |s| s == 0)) {
+                return Err(bad(&format!("bad step in {item:?}")));
+            }
+            let ok = range == "*"
+                || match range.split_once('-') {
+                    Some((a, b)) => matches!((number(a), number(b)), (Some(a), Some(b)) if a <= b),
+                    None => number(range).is_some(),
+                };
+            if !ok {
+                return Err(bad(&format!("{item:?} is out of range {low}-{high}")));
+            }
+        }
+    }
+    Ok(fields.join(" "))
+}
+
+/// A SQL string literal (standard_conforming_strings: only quotes double).
+pub fn literal(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+/// What the reconciliation job runs: the latest snapshot, with the defaults.
+pub fn reconcile_command(ledger: &SchemaName) -> String {
+    format!(
+        "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => {})",
+        literal(&ledger.name)
+    )
+}
+
+/// What the backfill job runs. pg_cron runs a procedure that COMMITs only as
+/// the job's single statement, so this is one CALL and nothing else.
+pub fn backfill_command(batch_size: i32, max_batches: Option<i32>, ledger: &SchemaName) -> String {
+    format!(
+        "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => {batch_size}, max_batches => {}, ledger_schema => {})",
+        max_batches.map_or("NULL".to_string(), |n| n.to_string()),
+        literal(&ledger.name)
+    )
+}
+
+/// `max_batches` for a scheduled backfill: NULL (until complete) or at least 1.
+pub fn max_batches(value: Option<i32>) -> Result<Option<i32>, ArgError> {
+    match value {
+        Some(n) if n < 1 => Err(ArgError::new("max_batches", format!("must be NULL or at least 1, got {n}"))),
+        other => Ok(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::schema_name;
+
+    #[test]
+    fn cron_schedules() {
+        for good in ["*/5 * * * *", "0 3 * * *", "0,30 8-18 * * mon-fri", "15 2 1 jan,jul *", "@hourly", "@Daily",
+                     " 1 2 3 4 5 ", "0 0 * * 7", "*/1 * * * *", "5-10/2 * * * *"] {
+            assert!(cron_schedule(good).is_ok(), "{good}");
+        }
+        assert_eq!(cron_schedule(" 1  2 3 4 5").unwrap(), "1 2 3 4 5");
+        for bad in ["", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 8",
+                    "*/0 * * * *", "@often", "5-1 * * * *", "x * * * *", "1; DROP TABLE t * * * *", "* * * * sun-"] {
+            let err = cron_schedule(bad).unwrap_err();
+            assert_eq!(err.argument, "schedule", "{bad}");
+        }
+    }
+
+    #[test]
+    fn commands_quote_the_ledger() {
+        let ledger = schema_name("ledger_schema", "ops_ledger").unwrap();
+        assert_eq!(
+            reconcile_command(&ledger),
+            "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'ops_ledger')"
+        );
+        assert_eq!(
+            backfill_command(500, None, &ledger),
+            "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 500, max_batches => NULL, ledger_schema => 'ops_ledger')"
+        );
+        assert_eq!(literal("a'b"), "'a''b'");
+        assert_eq!(default_job_name("reconcile_daytona", &ledger).unwrap(), "reconcile_daytona:ops_ledger");
+        let long = schema_name("ledger_schema", &"l".repeat(63)).unwrap();
+        assert_eq!(default_job_name("reconcile_daytona", &long).unwrap_err().argument, "job_name");
+    }
+
+    #[test]
+    fn argument_bounds() {
+        assert!(provider("daytona").is_ok());
+        assert!(provider("modal").unwrap_err().reason.contains("daytona"));
+        assert!(keep_last(1).is_ok() && keep_last(1000).is_ok() && keep_last(0).is_err() && keep_last(1001).is_err());
+        assert!(absent_confirmations(1).is_ok() && absent_confirmations(0).is_err() && absent_confirmations(101).is_err());
+        assert!(max_snapshot_age(0, 0, 1).is_ok());
+        assert!(max_snapshot_age(0, 0, 0).is_err());
+        assert!(max_snapshot_age(1, -30, 0).is_err());
+        assert!(captured_not_ahead(CAPTURE_SKEW_MICROS, 0).is_ok());
+        assert!(captured_not_ahead(CAPTURE_SKEW_MICROS + 1, 0).is_err());
+        assert!(job_name("job_name", " ").is_err());
+        assert!(job_name("job_name", &"j".repeat(64)).is_err());
+        assert!(job_name("job_name", "a\nb").is_err());
+        assert_eq!(job_name("job_name", "nightly 'x'").unwrap(), "nightly 'x'");
+        assert_eq!(max_batches(None), Ok(None));
+        assert!(max_batches(Some(0)).is_err());
+    }
+}

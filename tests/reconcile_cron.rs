@@ -1,0 +1,197 @@
+//! The scheduled jobs under a real pg_cron (1.4: minute schedules, so each
+//! wait is up to ~75 s): schedule_reconciliation's job reconciles the latest
+//! snapshot and a tick meeting a long run skips; schedule_sandbox_operation_
+//! backfill's job runs the COMMITting procedure as its single statement.
+//!
+//! pg_cron schedules only from the database cron.database_name names
+//! ('postgres' on the scratch cluster, scripts/cluster.sh), so this test
+//! creates the extension there, in ledger schemas of its own, and drops it
+//! again at the end.
+
+mod common;
+
+use postgres::Client;
+use std::time::{Duration, Instant};
+
+const LEDGER: &str = "cron_ledger";
+const BACKFILL_LEDGER: &str = "cron_backfill";
+
+fn setup(db: &mut Client) {
+    db.batch_execute(&format!(
+        "SET client_min_messages = warning;
+         CREATE EXTENSION IF NOT EXISTS pg_cron;
+         SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}';
+         DELETE FROM cron.job_run_details;
+         DROP SCHEMA IF EXISTS {LEDGER} CASCADE;
+         DROP SCHEMA IF EXISTS {BACKFILL_LEDGER} CASCADE;
+         -- An earlier run's build may have left an older catalog here.
+         DROP EXTENSION IF EXISTS runtime_sandbox CASCADE;
+         CREATE EXTENSION runtime_sandbox;
+         SELECT runtime_sandbox.install_ledger('{LEDGER}');
+         SELECT runtime_sandbox.install_ledger('{BACKFILL_LEDGER}');"
+    ))
+    .unwrap();
+}
+
+fn teardown(db: &mut Client) {
+    db.batch_execute(&format!(
+        "SET client_min_messages = warning;
+         SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}';
+         DROP SCHEMA IF EXISTS {LEDGER} CASCADE;
+         DROP SCHEMA IF EXISTS {BACKFILL_LEDGER} CASCADE;
+         DROP EXTENSION IF EXISTS runtime_sandbox CASCADE;"
+    ))
+    .unwrap();
+}
+
+/// Poll `sql` (one boolean) until true, for at most 75 s.
+fn wait_for(db: &mut Client, what: &str, sql: &str) {
+    let started = Instant::now();
+    while !db.query_one(sql, &[]).unwrap().get::<_, bool>(0) {
+        assert!(started.elapsed() < Duration::from_secs(75), "no {what} within 75 s");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn statuses(db: &mut Client) -> Vec<String> {
+    db.query(&format!("SELECT status FROM {LEDGER}.reconciliation_runs ORDER BY id"), &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[test]
+fn reconcile_cron_jobs_reconcile_the_latest_snapshot_and_a_tick_meeting_a_long_run_skips() {
+    let mut db = common::connect("postgres");
+    setup(&mut db);
+    // sb1 is listed by two snapshots, sb2 by neither: sb1 gets a lease, sb2
+    // is confirmed absent (the job runs with absent_confirmations = 2).
+    db.batch_execute(&format!(
+        "INSERT INTO {LEDGER}.runtime_sandbox_operations
+             (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+         VALUES ('k1', 'daytona', 'run-1', 1, 'org', 'sb1', 'live', now() - interval '2 hours'),
+                ('k2', 'daytona', 'run-2', 1, 'org', 'sb2', 'live', now() - interval '2 hours');
+         SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb1\"}}]', now() - interval '2 minutes',
+                                                          ledger_schema => '{LEDGER}');
+         INSERT INTO {BACKFILL_LEDGER}.runs (run_id, org_id) VALUES ('run-a', 'org-1');
+         INSERT INTO {BACKFILL_LEDGER}.attempts (run_id, attempt, resource_json) VALUES
+             ('run-a', 1, '[{{\"kind\": \"daytona_sandbox\", \"sandboxId\": \"dt-1\"}}, {{\"kind\": \"modal_sandbox\", \"sandboxId\": \"mo-1\"}}]');"
+    ))
+    .unwrap();
+    let newest: i64 = db
+        .query_one(
+            &format!(
+                "SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb1\"}}]', now() - interval '1 minute',
+                                                                 ledger_schema => '{LEDGER}')"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let reconcile_job: i64 = db
+        .query_one(&format!("SELECT runtime_sandbox.schedule_reconciliation('* * * * *', ledger_schema => '{LEDGER}')"), &[])
+        .unwrap()
+        .get(0);
+    let backfill_job: i64 = db
+        .query_one(
+            &format!("SELECT runtime_sandbox.schedule_sandbox_operation_backfill('* * * * *', ledger_schema => '{BACKFILL_LEDGER}')"),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+
+    // The next tick: the job reconciles the newest snapshot; the history and
+    // the ledger change as its summary says.
+    wait_for(&mut db, "reconciliation run", &format!("SELECT EXISTS (SELECT 1 FROM {LEDGER}.reconciliation_runs)"));
+    let run = db
+        .query_one(
+            &format!(
+                "SELECT id, status, snapshot_id, (summary->>'marked_deleted')::int, (summary->>'seeded_leases')::int,
+                        (summary->>'confirming_snapshots')::int
+                 FROM {LEDGER}.reconciliation_runs"
+            ),
+            &[],
+        )
+        .unwrap();
+    let run_id: i64 = run.get(0);
+    assert_eq!(
+        (run.get::<_, String>(1), run.get::<_, Option<i64>>(2), run.get::<_, i32>(3), run.get::<_, i32>(4), run.get::<_, i32>(5)),
+        ("applied".to_string(), Some(newest), 1, 1, 2)
+    );
+    let ledger = db
+        .query_one(
+            &format!(
+                "SELECT (SELECT string_agg(operation_key || '=' || state, ',' ORDER BY operation_key) FROM {LEDGER}.runtime_sandbox_operations),
+                        (SELECT string_agg(lease_id, ',') FROM {LEDGER}.runtime_sandbox_capacity_leases),
+                        (SELECT string_agg(sandbox_id || '=' || status, ',') FROM {LEDGER}.sandbox_cleanup_jobs_v2),
+                        (SELECT count(*) FROM {LEDGER}.sandbox_cleanup_events_v2),
+                        (SELECT reconciled_run_id FROM {LEDGER}.provider_inventory_snapshots WHERE snapshot_id = {newest})"
+            ),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (ledger.get::<_, String>(0), ledger.get::<_, String>(1), ledger.get::<_, String>(2), ledger.get::<_, i64>(3)),
+        ("k1=live,k2=deleted".to_string(), "k1".to_string(), "sb2=deleted".to_string(), 1)
+    );
+    assert_eq!(ledger.get::<_, Option<i64>>(4), Some(run_id));
+
+    // A long run (an apply held open here) meets the next tick: the tick skips.
+    let mut long = common::connect("postgres");
+    let mut tx = long.transaction().unwrap();
+    let held: String = tx
+        .query_one(&format!("SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => '{LEDGER}')"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(held, "applied");
+    wait_for(
+        &mut db,
+        "skipped tick",
+        &format!("SELECT EXISTS (SELECT 1 FROM {LEDGER}.reconciliation_runs WHERE status = 'skipped_concurrent')"),
+    );
+    tx.commit().unwrap();
+    assert!(db.query_one(&format!("SELECT runtime_sandbox.unschedule_reconciliation(ledger_schema => '{LEDGER}')"), &[])
+        .unwrap()
+        .get::<_, bool>(0));
+    let mut after: Vec<String> = statuses(&mut db).into_iter().skip(1).collect();
+    after.sort();
+    assert_eq!(after, ["applied", "skipped_concurrent"], "the long run and the tick: one applied, one skipped");
+
+    // pg_cron ran both jobs and they succeeded; the backfill job's CALL
+    // committed its pages (it was the job's only statement).
+    wait_for(
+        &mut db,
+        "completed backfill",
+        &format!("SELECT phase = 'complete' FROM runtime_sandbox.backfill_status('{BACKFILL_LEDGER}')"),
+    );
+    let operations: i64 = db
+        .query_one(&format!("SELECT count(*) FROM {BACKFILL_LEDGER}.runtime_sandbox_operations"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(operations, 2);
+    let failed: i64 = db
+        .query_one(
+            "SELECT count(*) FROM cron.job_run_details WHERE jobid = ANY($1) AND status NOT IN ('succeeded', 'running', 'starting')",
+            &[&vec![reconcile_job, backfill_job]],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(failed, 0);
+    let succeeded: i64 = db
+        .query_one(
+            "SELECT count(DISTINCT jobid) FROM cron.job_run_details WHERE jobid = ANY($1) AND status = 'succeeded'",
+            &[&vec![reconcile_job, backfill_job]],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(succeeded, 2);
+    assert!(db
+        .query_one(
+            &format!("SELECT runtime_sandbox.unschedule_sandbox_operation_backfill(ledger_schema => '{BACKFILL_LEDGER}')"),
+            &[]
+        )
+        .unwrap()
+        .get::<_, bool>(0));
+    teardown(&mut db);
+}
