@@ -53,3 +53,29 @@ if [ "$HISTORY" -gt 0 ]; then
     with=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql")
     echo "$without" "$with" | awk -v h="$HISTORY" '{printf "history %sx at n=%s: apply %s ms vs %s ms without (%.2fx), dry %s vs %s (%.2fx); target apply <= 1.3x\n", h, $1, $10, $4, $10 / $4, $9, $3, $9 / $3}'
 fi
+
+# No statistics: a ledger not shaped for the code (bench/reconcile/unshaped.sql:
+# md5 ids, kinds spread by hash, 2x history, repeated identities, shuffled
+# inventory) measured right after loading, never analyzed and autovacuum off,
+# then again after ANALYZE. NOSTATS_SIZES="" skips it. Targets, both ways:
+# apply <= 5x join, dry <= 1.5x join, t(100k)/t(10k) <= 11.
+NOSTATS_SIZES=${NOSTATS_SIZES-10000 100000}
+if [ -n "$NOSTATS_SIZES" ]; then
+    echo "no statistics (unshaped ledger; targets: apply <= 5x join, dry <= 1.5x join, t(100k)/t(10k) <= 11)"
+    NOSTATS=$(mktemp)
+    trap 'rm -f "$RESULTS" "$NOSTATS"' EXIT
+    for n in $NOSTATS_SIZES; do
+        $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" $DB -f "$DIR/unshaped.sql" >/dev/null
+        for stats in none analyzed; do
+            if [ "$stats" = analyzed ]; then
+                $PSQL -q -v ON_ERROR_STOP=1 $DB -c "ANALYZE bench.runs, bench.attempts, bench.runtime_sandbox_operations,
+                    bench.runtime_sandbox_capacity_leases, bench.sandbox_cleanup_jobs_v2, bench_inventory" >/dev/null
+            fi
+            $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql" \
+                | sed "s/\$/ $stats/" | tee -a "$NOSTATS" \
+                | awk '{printf "n=%-7s %-8s join %9s  dry %9s (%5sx)  apply %9s (%5sx)\n", $1, $7, $2, $3, $5, $4, $6}'
+        done
+    done
+    awk '$1 == 10000 {d10[$7] = $3; a10[$7] = $4} $1 == 100000 {d100[$7] = $3; a100[$7] = $4}
+         END {for (s in a10) if (a100[s]) printf "t(100k)/t(10k), %s: dry %.2f, apply %.2f\n", s, d100[s] / d10[s], a100[s] / a10[s]}' "$NOSTATS"
+fi

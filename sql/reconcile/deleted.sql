@@ -1,6 +1,6 @@
--- (sandbox, routing domain) of every durably deleted Daytona cleanup, when
--- they are few next to the listing.
-SELECT array_agg(sandbox_id), array_agg(routing_domain)
+-- Every durably deleted Daytona cleanup (sandbox, routing domain, run), when
+-- there are not many more than listed sandboxes.
+SELECT array_agg(sandbox_id), array_agg(routing_domain), array_agg(run_id)
 FROM @ledger@.sandbox_cleanup_jobs_v2
 WHERE provider = 'daytona'
   AND status = 'deleted'

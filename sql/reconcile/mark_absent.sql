@@ -4,7 +4,9 @@
 -- existing one moved to deleted only while pending and unowned: a cleanup
 -- worker's lease and fencing state is never erased. Each changed row gets one
 -- audit event, its live operation becomes deleted and its open leases (same
--- run) are released. History is never deleted.
+-- run) are released. History is never deleted. The operation is found by its
+-- whole identity key (routing_domain_key too): a unique index matched on every
+-- column is a one-row probe to any planner, statistics or not.
 WITH candidates AS (
     SELECT *
     FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[])
@@ -45,6 +47,7 @@ WITH candidates AS (
     FROM changed
     WHERE operation.provider = 'daytona'
       AND operation.sandbox_id = changed.sandbox_id
+      AND operation.routing_domain_key = coalesce(changed.routing_domain, '')
       AND operation.routing_domain IS NOT DISTINCT FROM changed.routing_domain
       AND operation.state = 'live'
 ), released_leases AS (

@@ -1,11 +1,14 @@
 -- Recover reserved creates whose response was lost after Daytona accepted
--- them, step 1 of 4 (the shell runs them in order, handing each the rows the
--- previous returned: every join is then against arrays of known size, never
--- between statement results the planner cannot estimate). $1..$3 hold only
+-- them, for more than a handful of items: step 1 of 4 (the shell runs them in
+-- order, handing each the rows the previous returned: every join is then
+-- against arrays of known size, never between statement results the planner
+-- cannot estimate; recover_reserved.sql, one statement, joins its own CTEs,
+-- which the planner, guessing one row each, nested-loops: quadratic). $1..$3 hold only
 -- items whose operation label is unique in the inventory (decided once, in
 -- Rust). Each item probes the reserved production Daytona creates carrying
 -- its label and holding an open lease (lease id = operation key); those are
--- promoted to deleting with the item's identity. Returns them.
+-- promoted to deleting with the item's identity. Returns them, with the
+-- item's position in the inventory (the later steps keep that order).
 UPDATE @ledger@.runtime_sandbox_operations AS operation
 SET sandbox_id = found.sandbox_id,
     routing_domain = found.routing_domain,
@@ -13,8 +16,8 @@ SET sandbox_id = found.sandbox_id,
     provider_created_at = clock_timestamp(),
     updated_at = clock_timestamp()
 FROM (
-    SELECT item.sandbox_id, item.routing_domain, reserved.operation_key
-    FROM unnest($1::text[], $2::text[], $3::text[]) AS item(sandbox_id, routing_domain, label)
+    SELECT item.sandbox_id, item.routing_domain, item.position, reserved.operation_key
+    FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS item(sandbox_id, routing_domain, label, position)
     CROSS JOIN LATERAL (
         SELECT candidate.operation_key
         FROM @ledger@.runtime_sandbox_operations AS candidate
@@ -30,4 +33,4 @@ FROM (
 ) AS found
 WHERE operation.operation_key = found.operation_key
 RETURNING operation.operation_key, operation.run_id, operation.attempt,
-          operation.environment, operation.sandbox_id, operation.routing_domain
+          operation.environment, operation.sandbox_id, operation.routing_domain, found.position

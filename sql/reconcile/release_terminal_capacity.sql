@@ -11,6 +11,7 @@ WITH released AS (
       AND (SELECT true
            FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
            WHERE cleanup.provider = 'daytona'
+             AND cleanup.sandbox_id COLLATE "C" = lease.sandbox_id
              AND cleanup.sandbox_id = lease.sandbox_id
              AND cleanup.routing_domain IS NOT DISTINCT FROM lease.routing_domain
              AND cleanup.run_id = lease.run_id

@@ -129,7 +129,7 @@ const INDEXES: &[(&str, &[&str])] = &[
     ("attempts", &["updated_at", "run_id", "attempt"]),
     ("runtime_sandbox_operations", &["provider_operation_token"]),
     ("runtime_sandbox_operations", &["provider", "provider_created_at", "operation_key"]),
-    ("runtime_sandbox_operations", &["provider", "state"]),
+    ("runtime_sandbox_operations", &["sandbox_id"]),
     ("sandbox_cleanup_jobs_v2", &["provider", "sandbox_id"]),
     ("sandbox_cleanup_jobs_v2", &["sandbox_id"]),
     ("sandbox_cleanup_events_v2", &["provider", "sandbox_id"]),

@@ -26,7 +26,7 @@ fn reconcile_check_ledger_is_empty_after_install_ledger_twice() {
 #[pg_test]
 fn reconcile_check_ledger_reports_what_is_missing() {
     run("SELECT runtime_sandbox.install_ledger('rc_ledger_broken')");
-    run("DROP INDEX rc_ledger_broken.runtime_sandbox_operations_token_idx");
+    run("DROP INDEX rc_ledger_broken.runtime_sandbox_operations_token_idx, rc_ledger_broken.runtime_sandbox_operations_reserved_idx");
     run("ALTER TABLE rc_ledger_broken.sandbox_cleanup_jobs_v2 DROP COLUMN last_error");
     run("ALTER TABLE rc_ledger_broken.runtime_sandbox_operations DROP CONSTRAINT runtime_sandbox_operations_identity_key");
     run("ALTER TABLE rc_ledger_broken.runtime_sandbox_capacity_leases DROP COLUMN routing_domain");

@@ -225,6 +225,39 @@ pub fn inspect(pairing: &Pairing, operations: &Operations, leases: &Identities, 
     Inspection { lease_identities, terminal_identities, to_seed, seed_operations }
 }
 
+/// A Daytona capacity lease bound to a sandbox (lease id, sandbox, routing domain, run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease<'a> {
+    pub lease_id: &'a str,
+    pub sandbox_id: &'a str,
+    pub routing_domain: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+}
+
+/// A durably deleted Daytona cleanup (`status = 'deleted'`, `deleted_at` set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted<'a> {
+    pub sandbox_id: &'a str,
+    pub routing_domain: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+}
+
+/// The open leases release_terminal_capacity releases: a durably deleted
+/// cleanup of the same sandbox, routing domain (`IS NOT DISTINCT FROM`) and
+/// run (a NULL run matches nothing, as SQL's `=`). Each lease once, in order.
+pub fn terminal_leases<'a>(open: &[Lease<'a>], deleted: &[Deleted]) -> Vec<&'a str> {
+    let terminal: FastSet<(&str, Option<&str>, &str)> = deleted
+        .iter()
+        .filter_map(|d| d.run_id.map(|run| (d.sandbox_id, d.routing_domain, run)))
+        .collect();
+    let mut seen = FastSet::default();
+    open.iter()
+        .filter(|l| l.run_id.is_some_and(|run| terminal.contains(&(l.sandbox_id, l.routing_domain, run))))
+        .map(|l| l.lease_id)
+        .filter(|id| seen.insert(*id))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,6 +410,25 @@ mod tests {
         (Pairing { pairs, unmatched, lone_live }, inspection)
     }
 
+    #[test]
+    fn terminal_leases_need_the_same_identity_and_run() {
+        let lease = |id, sandbox, domain, run| Lease { lease_id: id, sandbox_id: sandbox, routing_domain: domain, run_id: run };
+        let open = [
+            lease("l1", "a", None, Some("r1")),
+            lease("l2", "a", Some(""), Some("r1")), // '' is not NULL here
+            lease("l3", "a", None, Some("r2")),     // another run
+            lease("l4", "b", Some("eu"), Some("r1")),
+            lease("l6", "c", None, None),
+            lease("l1", "a", None, Some("r1")), // read twice: released once
+        ];
+        let deleted = [
+            Deleted { sandbox_id: "a", routing_domain: None, run_id: Some("r1") },
+            Deleted { sandbox_id: "b", routing_domain: Some("eu"), run_id: Some("r1") },
+            Deleted { sandbox_id: "c", routing_domain: None, run_id: None },
+        ];
+        assert_eq!(terminal_leases(&open, &deleted), vec!["l1", "l4"]);
+    }
+
     const NAMES: [&str; 4] = ["a", "b", "c", "d"];
     const DOMAINS: [Option<&str>; 3] = [None, Some(""), Some("eu")];
 
@@ -398,6 +450,27 @@ mod tests {
                 .map(|i| i.operation_key.as_deref().is_some_and(|l| on_creates(l) > 0 && on_items(l) == 1)).collect();
             let rows: i64 = items.iter().filter_map(|i| i.operation_key.as_deref()).map(on_creates).sum();
             prop_assert_eq!(owner, Ownership { owned: expected, reserved_rows: rows });
+        }
+
+        /// The release pass as the application's UPDATE ... FROM restates it.
+        #[test]
+        fn terminal_leases_agree_with_the_naive_sql(
+            raw_open in proptest::collection::vec((0usize..3, 0usize..3, proptest::option::of(0usize..2)), 0..10),
+            raw_deleted in proptest::collection::vec((0usize..3, 0usize..3, proptest::option::of(0usize..2)), 0..8),
+        ) {
+            const RUNS: [&str; 2] = ["r1", "r2"];
+            let ids: Vec<String> = (0..raw_open.len()).map(|i| format!("l{i}")).collect();
+            let open: Vec<Lease> = raw_open.iter().zip(&ids).map(|(&(s, d, r), id)| Lease {
+                lease_id: id, sandbox_id: NAMES[s], routing_domain: DOMAINS[d], run_id: r.map(|r| RUNS[r]),
+            }).collect();
+            let deleted: Vec<Deleted> = raw_deleted.iter().map(|&(s, d, r)| Deleted {
+                sandbox_id: NAMES[s], routing_domain: DOMAINS[d], run_id: r.map(|r| RUNS[r]),
+            }).collect();
+            let expected: Vec<&str> = open.iter().filter(|l| deleted.iter().any(|d| {
+                d.sandbox_id == l.sandbox_id && d.routing_domain == l.routing_domain
+                    && d.run_id.is_some() && d.run_id == l.run_id
+            })).map(|l| l.lease_id).collect();
+            prop_assert_eq!(terminal_leases(&open, &deleted), expected);
         }
 
         #[test]

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 const OVERLAP_GUARD: &str = include_str!("../../sql/reconcile/overlap_guard.sql");
 const RESERVED_LABELS: &str = include_str!("../../sql/reconcile/reserved_labels.sql");
+const RECOVER_RESERVED: &str = include_str!("../../sql/reconcile/recover_reserved.sql");
 const RECOVER_PROMOTE: &str = include_str!("../../sql/reconcile/recover_promote.sql");
 const RECOVER_ATTEMPTS: &str = include_str!("../../sql/reconcile/recover_attempts.sql");
 const RECOVER_BIND: &str = include_str!("../../sql/reconcile/recover_bind.sql");
@@ -364,12 +365,30 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     summary
 }
 
+/// Up to this many owned items recover in one statement shaped as the
+/// application's (its cleanup rows come out in the application's order, which
+/// the parity harness compares by id); more in four statements, linear.
+const RECOVER_IN_ONE_STATEMENT: usize = 64;
+
 /// Recover reserved creates by their unique label (`candidates`: the owned
-/// items), in the four steps of sql/reconcile/recover_*.sql, each handed the
-/// rows the one before returned. Returns the leases bound: one per recovered
-/// create (a create whose attempt row is missing is promoted but not bound
-/// nor counted, as in the application).
+/// items). Returns the leases bound: one per recovered create (a create whose
+/// attempt row is missing is promoted but not bound nor counted, as in the
+/// application).
 fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns) -> Vec<String> {
+    if candidates.sandbox_ids.len() <= RECOVER_IN_ONE_STATEMENT {
+        let (table, _) = execute(
+            client,
+            &ledger.sql(RECOVER_RESERVED),
+            &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
+        );
+        return table.first().get::<Vec<String>>(2).ok().flatten().unwrap_or_default();
+    }
+    recover_in_steps(client, ledger, candidates)
+}
+
+/// The four steps of sql/reconcile/recover_*.sql, each handed the rows the
+/// one before returned.
+fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns) -> Vec<String> {
     /// A promoted operation, as step 1 returns it.
     struct Promoted {
         key: Option<String>,
@@ -378,6 +397,8 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns
         environment: Option<String>,
         sandbox_id: Option<String>,
         routing_domain: Option<String>,
+        /// The item's position in the inventory.
+        position: i64,
     }
     fn column(rows: &[&Promoted], field: fn(&Promoted) -> &Option<String>) -> Vec<Option<String>> {
         rows.iter().map(|row| field(row).clone()).collect()
@@ -387,7 +408,7 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns
         &ledger.sql(RECOVER_PROMOTE),
         &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
     );
-    let promoted: Vec<Promoted> = table
+    let mut promoted: Vec<Promoted> = table
         .map(|row| {
             let text = |c: usize| row.get::<String>(c).ok().flatten();
             Promoted {
@@ -397,12 +418,17 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns
                 environment: text(4),
                 sandbox_id: text(5),
                 routing_domain: text(6),
+                position: row.get::<i64>(7).ok().flatten().unwrap_or(i64::MAX),
             }
         })
         .collect();
     if promoted.is_empty() {
         return Vec::new();
     }
+    // Inventory order (then operation key): the rows each step writes, the
+    // cleanup rows above all, are written in the order the application's
+    // statement writes them.
+    promoted.sort_by(|a, b| (a.position, &a.key).cmp(&(b.position, &b.key)));
     let all: Vec<&Promoted> = promoted.iter().collect();
     let (table, _) = execute(
         client,
@@ -431,11 +457,20 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns
             column(&written, |p| &p.routing_domain).into(),
         ],
     );
-    let bound: FastSet<String> = table.filter_map(|row| row.get::<String>(1).ok().flatten()).collect();
-    // Operation-key order: the cleanup rows are inserted in a stable order.
-    let mut recovered: Vec<&Promoted> =
-        written.into_iter().filter(|p| p.key.as_ref().is_some_and(|key| bound.contains(key))).collect();
-    recovered.sort_by(|a, b| a.key.cmp(&b.key));
+    // lease id -> where the lease was stored: the cleanup rows follow that
+    // order (as a scan of the leases would give them).
+    let bound: crate::fast_hash::FastMap<String, (f64, f64)> = table
+        .filter_map(|row| {
+            let place = (row.get::<f64>(2).ok().flatten()?, row.get::<f64>(3).ok().flatten()?);
+            Some((row.get::<String>(1).ok().flatten()?, place))
+        })
+        .collect();
+    let mut recovered: Vec<(&Promoted, (f64, f64))> = written
+        .into_iter()
+        .filter_map(|p| p.key.as_ref().and_then(|key| bound.get(key)).map(|&place| (p, place)))
+        .collect();
+    recovered.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
+    let recovered: Vec<&Promoted> = recovered.into_iter().map(|(p, _)| p).collect();
     execute(
         client,
         &ledger.sql(RECOVER_CLEANUPS),

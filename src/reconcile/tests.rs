@@ -902,12 +902,13 @@ fn reconcile_apply_without_history_table_fails_before_any_work() {
 
 #[pg_test]
 fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
-    // The same ledger twice, the second with 5,000 rows of history (released
-    // leases, deleted cleanups of other sandboxes): past the cap (4 x 1,000)
-    // the inspection and both release passes probe from the listing's side
-    // instead of scanning. Same summaries, same rows.
+    // The same ledger three times, with no history, 1,000 and 5,000 rows of
+    // it (released leases, deleted cleanups of other sandboxes): deleted
+    // cleanups few (the first pass is one statement driven by them), read
+    // whole, and, past 2 x 1,000 (leases: 3 x), probed from the listing's
+    // side. Same summaries, same rows.
     let mut outcomes = Vec::new();
-    for (s, history) in [("rc_reach_scan", 0), ("rc_reach_probe", 5000)] {
+    for (s, history) in [("rc_reach_scan", 0), ("rc_reach_whole", 1000), ("rc_reach_probe", 5000)] {
         let l = Ledger::new(s);
         run(&format!(
             "INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, released_at)
@@ -942,8 +943,12 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
         l.cleanup("sb-r1", "run-r1", "deleted", None);
         let inventory = json!([{"sandboxId": "sb-s1"}, {"sandboxId": "sb-s2"}, {"sandboxId": "sb-s3"},
                                {"sandboxId": "sb-r1", "operationKey": "tok-r1"}]);
+        let probes = || int(&format!("SELECT pg_stat_get_xact_numscans('{s}.runtime_sandbox_capacity_leases_released_idx'::regclass)"));
+        let before = probes();
         let dry = l.reconcile(&inventory, true, "");
         let applied = l.reconcile(&inventory, false, "");
+        // Released leases are probed (through their own index) only past the threshold.
+        assert_eq!(probes() > before, history == 5000, "{s}");
         let leases = rows(&format!(
             "SELECT lease_id, sandbox_id, released_at IS NOT NULL AS released FROM {s}.runtime_sandbox_capacity_leases \
              WHERE lease_id NOT LIKE 'old-%' ORDER BY 1"
@@ -953,7 +958,7 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
         ));
         outcomes.push((counts(&dry), counts(&applied), phases(&applied), leases, cleanups));
     }
-    let (scan, probe) = (&outcomes[0], &outcomes[1]);
+    let (scan, whole, probe) = (&outcomes[0], &outcomes[1], &outcomes[2]);
     assert_eq!(scan.1["live_leases_to_seed"], 1, "{}", scan.1);
     assert_eq!(scan.1["released_terminal_leases"], 2);
     assert_eq!(scan.1["marked_deleted"], 1);
@@ -986,5 +991,124 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
             {"lease_id": "t1", "sandbox_id": "sb-t1", "released": true},
         ])
     );
+    assert_eq!(scan, whole);
     assert_eq!(scan, probe);
+}
+
+/// Rows the ledger's tables and indexes handed out since the transaction
+/// began (tuples returned by scans plus fetched through indexes).
+fn rows_read(s: &str) -> i64 {
+    int(&format!(
+        "SELECT sum(pg_stat_get_xact_tuples_returned(c.oid) + pg_stat_get_xact_tuples_fetched(c.oid))::bigint
+         FROM pg_class AS c WHERE c.relnamespace = '{s}'::regnamespace"
+    ))
+}
+
+#[pg_test]
+fn reconcile_work_stays_linear_without_statistics() {
+    // Ledgers loaded in this transaction have never been analyzed: what the
+    // planner sees right after a bulk load. n and 4n sandboxes (md5 ids, the
+    // steady mix spread by hash, twice as much history, a fifth of the fleet
+    // with an earlier life under another routing domain): the rows every
+    // statement reads must grow about 4x, not 16x. A count of rows, not a time.
+    let mut read = Vec::new();
+    for (s, n) in [("rc_linear_1", 1500), ("rc_linear_4", 6000)] {
+        Ledger::new(s);
+        run(&format!(
+            "CREATE TEMP TABLE fleet_{s} AS
+             SELECT i, md5('sb' || i) AS sandbox, 'op-' || md5('op' || i) AS op, 'run-' || md5('run' || i) AS run,
+                    CASE WHEN abs(hashint4(i)) % 3 = 0 THEN 'eu' END AS domain,
+                    CASE WHEN h < 1 THEN 16 WHEN h < 3 THEN 12 WHEN h < 5 THEN 17 WHEN h < 7 THEN 19 WHEN h < 17 THEN 14 ELSE 0 END AS k,
+                    abs(hashint4(i * 7)) % 5 = 0 AS repeat
+             FROM generate_series(1, {n}) AS i, LATERAL (SELECT abs(hashint4(i)) % 100 AS h) AS spread;
+             INSERT INTO {s}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+             SELECT 'old-' || g, 'daytona', 'old-run-' || g, 1, 'o', md5('old' || g), 'deleted', now() - interval '30 days'
+             FROM generate_series(1, 2 * {n}) AS g;
+             INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, released_at)
+             SELECT 'old-' || g, 'o', 'old-run-' || g, 'daytona', md5('old' || g), now() - interval '29 days'
+             FROM generate_series(1, 2 * {n}) AS g
+             UNION ALL
+             SELECT 'prev-' || op, 'o', 'prev-' || run, 'daytona', sandbox, now() - interval '9 days' FROM fleet_{s} WHERE repeat;
+             INSERT INTO {s}.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, status, deleted_at, routing_domain)
+             SELECT 'daytona', md5('old' || g), 'old-run-' || g, 1, 'deleted', now() - interval '29 days', NULL
+             FROM generate_series(1, 2 * {n}) AS g
+             UNION ALL
+             SELECT 'daytona', sandbox, 'prev-' || run, 1, 'deleted', now() - interval '9 days', 'us' FROM fleet_{s} WHERE repeat;
+             INSERT INTO {s}.runs (run_id, org_id) SELECT run, 'o' FROM fleet_{s};
+             INSERT INTO {s}.attempts (run_id, attempt) SELECT run, 1 FROM fleet_{s};
+             INSERT INTO {s}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, routing_domain,
+                                                        state, provider_operation_token, provider_created_at)
+             SELECT op, 'daytona', run, 1, 'o', CASE WHEN k = 16 THEN NULL ELSE sandbox END, CASE WHEN k = 16 THEN NULL ELSE domain END,
+                    (CASE k WHEN 14 THEN 'deleting' WHEN 16 THEN 'reserved' WHEN 19 THEN 'deleted' ELSE 'live' END)::{s}.runtime_sandbox_operation_state,
+                    'tok-' || op, CASE WHEN k = 16 THEN NULL ELSE now() - interval '2 hours' END
+             FROM fleet_{s};
+             INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, routing_domain)
+             SELECT op, 'o', run, CASE WHEN k = 16 THEN NULL ELSE 'daytona' END, CASE WHEN k = 16 THEN NULL ELSE sandbox END,
+                    CASE WHEN k = 16 THEN NULL ELSE domain END
+             FROM fleet_{s} WHERE k <> 12;
+             INSERT INTO {s}.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, routing_domain, status, deleted_at)
+             SELECT 'daytona', sandbox, run, 1, domain, CASE WHEN k = 19 THEN 'deleted' ELSE 'pending' END,
+                    CASE WHEN k = 19 THEN now() - interval '1 hour' END
+             FROM fleet_{s} WHERE k IN (14, 19);
+             CREATE TEMP TABLE inventory_{s} AS
+             SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('sandboxId', CASE WHEN k = 16 THEN md5('new' || i) ELSE sandbox END,
+                        'operationKey', 'tok-' || op, 'routingDomain', domain)) ORDER BY md5('order' || i)) AS inventory
+             FROM fleet_{s} WHERE k NOT IN (17, 19);"
+        ));
+        let before = rows_read(s);
+        let status = text(&format!(
+            "SELECT status FROM inventory_{s}, runtime_sandbox.reconcile_daytona(inventory, now(), false, ledger_schema => '{s}')"
+        ));
+        assert_eq!(status.as_deref(), Some("applied"));
+        read.push(rows_read(s) - before);
+    }
+    let growth = read[1] as f64 / read[0] as f64;
+    assert!(growth < 6.0, "4x the sandboxes read {growth:.1}x the rows ({read:?})");
+}
+
+#[pg_test]
+fn reconcile_many_lost_creates_recover_in_steps_with_the_same_rules() {
+    // More than 64 owned items take the four-statement recovery: 70 lost
+    // creates, two of them sharing one attempt, two without an attempt row
+    // (promoted, not bound nor counted), and one whose lease was released.
+    let l = Ledger::new("rc_steps");
+    run("INSERT INTO rc_steps.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, state, provider_operation_token)
+         SELECT 'k' || lpad(g::text, 3, '0'), 'daytona', CASE WHEN g = 2 THEN 'run-001' ELSE 'run-' || lpad(g::text, 3, '0') END,
+                1, 'org-1', 'reserved', 'tok-' || g
+         FROM generate_series(1, 71) AS g;
+         INSERT INTO rc_steps.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, released_at)
+         SELECT 'k' || lpad(g::text, 3, '0'), 'org-1', 'run-' || lpad(g::text, 3, '0'), CASE WHEN g = 71 THEN now() END
+         FROM generate_series(1, 71) AS g;
+         INSERT INTO rc_steps.runs (run_id, org_id) SELECT 'run-' || lpad(g::text, 3, '0'), 'org-1' FROM generate_series(1, 71) AS g;
+         INSERT INTO rc_steps.attempts (run_id, attempt, resource_json)
+         SELECT 'run-' || lpad(g::text, 3, '0'), 1, CASE WHEN g % 2 = 0 THEN '[{\"kind\":\"modal_sandbox\"}]'::jsonb END
+         FROM generate_series(1, 71) AS g WHERE g NOT IN (2, 69, 70)");
+    let inventory = Value::Array(
+        (1..=71).map(|g| json!({"sandboxId": format!("sb-{g}"), "operationKey": format!("tok-{g}")})).collect(),
+    );
+    let s = l.reconcile(&inventory, false, "");
+    // k069, k070 have no attempt row; k071's lease is released (not owned: it
+    // recovers nothing, so its item is unowned and fails the run closed).
+    assert_eq!(s["status"], "blocked_unowned_sandboxes");
+    assert_eq!(s["unmatched_provider_sandbox_ids"], json!(["sb-71"]));
+    assert_eq!(s["recovered_reserved_operations"], 68);
+    assert_eq!(phases(&s)[1..3], [p("recover_reserved_operations", 70), p("recover_reserved_operations", 68)]);
+    assert_eq!(
+        rows("SELECT count(*) FILTER (WHERE state = 'deleting') AS deleting, count(*) FILTER (WHERE state = 'reserved') AS reserved
+              FROM rc_steps.runtime_sandbox_operations"),
+        json!([{"deleting": 70, "reserved": 1}])
+    );
+    assert_eq!(int("SELECT count(*) FROM rc_steps.runtime_sandbox_capacity_leases WHERE sandbox_id IS NOT NULL"), 68);
+    assert_eq!(int("SELECT count(*) FROM rc_steps.sandbox_cleanup_jobs_v2 WHERE status = 'pending'"), 68);
+    // k001 and k002 share run-001's attempt: both facts, in key order (NULL
+    // before: nothing else); run-004's array keeps its modal resource first.
+    assert_eq!(
+        rows("SELECT jsonb_array_length(resource_json) AS n, jsonb_path_query_array(resource_json, '$[*].sandboxCapacityLeaseId') AS keys
+              FROM rc_steps.attempts WHERE run_id IN ('run-001', 'run-004') ORDER BY run_id"),
+        json!([{"n": 2, "keys": ["k001", "k002"]}, {"n": 2, "keys": ["k004"]}])
+    );
+    assert_eq!(
+        rows("SELECT sandbox_id, routing_domain, provider FROM rc_steps.runtime_sandbox_capacity_leases WHERE lease_id = 'k010'"),
+        json!([{"sandbox_id": "sb-10", "routing_domain": null, "provider": "daytona"}])
+    );
 }
