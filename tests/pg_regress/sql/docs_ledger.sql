@@ -3,7 +3,7 @@ CREATE EXTENSION IF NOT EXISTS runtime_sandbox;
 DROP SCHEMA IF EXISTS runtime_scheduler CASCADE;
 SELECT runtime_sandbox.install_ledger();
 SELECT * FROM runtime_sandbox.check_ledger();
-DROP INDEX runtime_scheduler.runtime_sandbox_operations_token_idx;
+DROP INDEX runtime_scheduler.sandbox_cleanup_events_v2_sandbox_idx;
 SELECT * FROM runtime_sandbox.check_ledger();
 SELECT * FROM runtime_sandbox.check_ledger('nowhere');
 SELECT runtime_sandbox.install_ledger('a;b');
