@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::{backfill_operations as operations, backfill_phase as phase, count};
 use postgres::{Client, Config, NoTls};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -50,29 +51,6 @@ fn seeded(db: &str, runs: i32) -> String {
     db
 }
 
-fn operations(c: &mut Client) -> String {
-    c.query_one(
-        "SELECT coalesce(string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment,
-                   sandbox_id, routing_domain, state, provider_created_at), E'\\n' ORDER BY operation_key), '')
-         FROM runtime_scheduler.runtime_sandbox_operations",
-        &[],
-    )
-    .unwrap()
-    .get(0)
-}
-
-fn count(c: &mut Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).unwrap().get(0)
-}
-
-fn phase(c: &mut Client) -> Option<String> {
-    c.query_opt(
-        "SELECT value->>'phase' FROM runtime_scheduler.control WHERE key = 'runtime_sandbox_operation_backfill_v1'",
-        &[],
-    )
-    .unwrap()
-    .and_then(|r| r.get(0))
-}
 
 fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();

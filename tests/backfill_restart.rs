@@ -10,7 +10,7 @@
 
 mod common;
 
-use postgres::Client;
+use common::{backfill_operations as operations, backfill_phase as phase, count};
 use std::path::PathBuf;
 use std::process::Command;
 use std::thread;
@@ -46,29 +46,6 @@ fn seeded(name: &str, runs: i32) -> String {
     db
 }
 
-fn operations(c: &mut Client) -> String {
-    c.query_one(
-        "SELECT coalesce(string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment,
-                   sandbox_id, routing_domain, state, provider_created_at), E'\\n' ORDER BY operation_key), '')
-         FROM runtime_scheduler.runtime_sandbox_operations",
-        &[],
-    )
-    .unwrap()
-    .get(0)
-}
-
-fn count(c: &mut Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).unwrap().get(0)
-}
-
-fn phase(c: &mut Client) -> Option<String> {
-    c.query_opt(
-        "SELECT value->>'phase' FROM runtime_scheduler.control WHERE key = 'runtime_sandbox_operation_backfill_v1'",
-        &[],
-    )
-    .unwrap()
-    .and_then(|r| r.get(0))
-}
 
 /// `pg_ctl restart -m immediate` of the shared scratch cluster (as scripts/cluster.sh runs pg_ctl: as postgres).
 fn restart_immediately() {

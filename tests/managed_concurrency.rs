@@ -1,6 +1,7 @@
 //! Two real connections reconciling the managed environment at once.
 mod common;
 
+use common::count;
 use postgres::Client;
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -26,9 +27,6 @@ fn reconcile(c: &mut Client, config: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn count(c: &mut Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).unwrap().get(0)
-}
 
 /// One managed row; every binding points at it, and every binding hash is
 /// the application's hash of its defaults and of the row as it is now.

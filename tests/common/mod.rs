@@ -198,3 +198,30 @@ pub fn sandbox_ledger_sql(n: u64) -> String {
          ANALYZE;"
     )
 }
+
+/// Every backfilled operation of the default ledger, one line each, in key order (for comparing end states).
+pub fn backfill_operations(c: &mut Client) -> String {
+    c.query_one(
+        "SELECT coalesce(string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment,
+                   sandbox_id, routing_domain, state, provider_created_at), E'\\n' ORDER BY operation_key), '')
+         FROM runtime_scheduler.runtime_sandbox_operations",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+/// A single count.
+pub fn count(c: &mut Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).unwrap().get(0)
+}
+
+/// The backfill checkpoint's phase in the default ledger (None before the first page).
+pub fn backfill_phase(c: &mut Client) -> Option<String> {
+    c.query_opt(
+        "SELECT value->>'phase' FROM runtime_scheduler.control WHERE key = 'runtime_sandbox_operation_backfill_v1'",
+        &[],
+    )
+    .unwrap()
+    .and_then(|r| r.get(0))
+}
