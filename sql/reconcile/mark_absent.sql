@@ -3,15 +3,27 @@
 -- provider-confirmed-absent. A cleanup row is inserted as deleted, or an
 -- existing one moved to deleted only while pending and unowned: a cleanup
 -- worker's lease and fencing state is never erased. Each changed row gets one
--- audit event, its live operation becomes deleted and its open leases (same
--- run) are released. History is never deleted. The operation is found by its
--- whole identity key (routing_domain_key too): a unique index matched on every
--- column is a one-row probe to any planner, statistics or not.
+-- audit event (in the order of the candidates), its live operation becomes
+-- deleted and its open leases (same run) are released. History is never
+-- deleted. The operation is found by its whole identity key (routing_domain_key
+-- too): a unique index matched on every column is a one-row probe to any
+-- planner, statistics or not.
+--
+-- No cleanup row is locked unless it is changed (an ON CONFLICT DO UPDATE
+-- would lock every conflicting row before its WHERE leaves a worker's row
+-- alone, and deadlock with a worker finishing two of them in one
+-- transaction): every candidate is offered to the insert with DO NOTHING
+-- (identity values are drawn as the application's upsert draws them), then
+-- the existing pending unowned rows are locked in id order, skipping any
+-- another transaction holds (it is left to that transaction, as a worker's
+-- row is), and re-checked as they are updated. `changed` reads the insert
+-- before the update, so the only wait (on a transaction writing a candidate's
+-- row, to know whether the insert conflicts) comes before any row is locked.
 WITH candidates AS (
     SELECT *
     FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[])
-             AS item(sandbox_id, run_id, attempt, environment, routing_domain)
-), changed AS (
+             WITH ORDINALITY AS item(sandbox_id, run_id, attempt, environment, routing_domain, position)
+), inserted AS (
     INSERT INTO @ledger@.sandbox_cleanup_jobs_v2 AS cleanup (
         provider, sandbox_id, run_id, attempt, environment, routing_domain,
         status, deleted_at, available_at, updated_at, last_error
@@ -20,16 +32,42 @@ WITH candidates AS (
            'deleted', clock_timestamp(), clock_timestamp(), clock_timestamp(),
            'reconciled_provider_confirmed_absent'
     FROM candidates
-    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO UPDATE
+    ORDER BY position
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+    RETURNING cleanup.sandbox_id, cleanup.routing_domain_key
+), unowned AS (
+    SELECT cleanup.id, candidate.position
+    FROM candidates AS candidate
+    JOIN @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
+      ON cleanup.provider = 'daytona'
+     AND cleanup.sandbox_id = candidate.sandbox_id
+     AND cleanup.routing_domain_key = coalesce(candidate.routing_domain, '')
+    WHERE cleanup.status = 'pending'
+      AND cleanup.lease_owner IS NULL
+    ORDER BY cleanup.id
+    FOR UPDATE OF cleanup SKIP LOCKED
+), updated AS (
+    UPDATE @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
     SET status = 'deleted',
         deleted_at = clock_timestamp(),
         lease_owner = NULL,
         lease_expires_at = NULL,
         updated_at = clock_timestamp(),
         last_error = 'reconciled_provider_confirmed_absent'
-    WHERE cleanup.status = 'pending'
+    FROM unowned
+    WHERE cleanup.id = unowned.id
+      AND cleanup.status = 'pending'
       AND cleanup.lease_owner IS NULL
-    RETURNING cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id, cleanup.attempt
+    RETURNING unowned.position, cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id, cleanup.attempt
+), changed AS (
+    SELECT candidate.position, candidate.sandbox_id, candidate.routing_domain, candidate.run_id, candidate.attempt
+    FROM inserted
+    JOIN candidates AS candidate
+      ON candidate.sandbox_id = inserted.sandbox_id
+     AND coalesce(candidate.routing_domain, '') = inserted.routing_domain_key
+    UNION ALL
+    SELECT position, sandbox_id, routing_domain, run_id, attempt
+    FROM updated
 ), events AS (
     INSERT INTO @ledger@.sandbox_cleanup_events_v2 (
         provider, sandbox_id, routing_domain, run_id, attempt,
@@ -39,6 +77,7 @@ WITH candidates AS (
            0, NULL, 'reconciled_provider_confirmed_absent',
            jsonb_build_object('source', 'runtime-sandbox-ledger-reconciliation')
     FROM changed
+    ORDER BY position
 ), operation_deleted AS (
     UPDATE @ledger@.runtime_sandbox_operations AS operation
     SET state = 'deleted',
