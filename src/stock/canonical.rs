@@ -7,8 +7,9 @@
 //! and then the other keys in the order jsonb printed them (shorter first, then
 //! bytewise). `stableJson` then stable-sorts those keys with `localeCompare`
 //! (ICU, en-US), so keys that collate equal keep that `Object.keys` order.
+//! ICU4X's root orders Han otherwise than Node's ICU; `han` corrects it.
 
-use super::json;
+use super::{han, json};
 use crate::jsonb::Value;
 use icu_collator::options::{CollatorOptions, Strength};
 use icu_collator::{Collator, CollatorBorrowed};
@@ -37,6 +38,11 @@ fn collator() -> &'static CollatorBorrowed<'static> {
     COLLATOR.get_or_init(|| en_us_collator(None))
 }
 
+fn primary_collator() -> &'static CollatorBorrowed<'static> {
+    static COLLATOR: OnceLock<CollatorBorrowed<'static>> = OnceLock::new();
+    COLLATOR.get_or_init(|| en_us_collator(Some(Strength::Primary)))
+}
+
 /// `String.prototype.localeCompare` in en-US, as a Rust ordering.
 pub fn locale_compare(left: &str, right: &str) -> Ordering {
     match printable_ascii_weights() {
@@ -45,9 +51,21 @@ pub fn locale_compare(left: &str, right: &str) -> Ordering {
     }
 }
 
-/// The collator itself, whatever the text.
+/// The collator, with Han in Node's order, whatever the text.
 fn icu_compare(left: &str, right: &str) -> Ordering {
-    collator().compare(left, right)
+    compare_with_proxies(left, han::proxy(left).as_deref(), right, han::proxy(right).as_deref())
+}
+
+/// Two texts and their Han proxies (`han::proxy`, None without Han): the
+/// proxies' primary weights order as Node's, and where they tie the texts'
+/// primary weights tie too, so the full collator decides on the other levels.
+fn compare_with_proxies(left: &str, left_han: Option<&str>, right: &str, right_han: Option<&str>) -> Ordering {
+    if left_han.is_none() && right_han.is_none() {
+        return collator().compare(left, right);
+    }
+    primary_collator()
+        .compare(left_han.unwrap_or(left), right_han.unwrap_or(right))
+        .then_with(|| collator().compare(left, right))
 }
 
 fn is_printable_ascii(s: &str) -> bool {
@@ -257,10 +275,15 @@ fn member_order_into<'k>(count: usize, key: impl Fn(usize) -> &'k str, order: &m
             let (a, b) = (key(a as usize), key(b as usize));
             then_object_keys(a, b, weights.compare(a, b))
         }),
-        None => order.sort_unstable_by(|&a, &b| {
-            let (a, b) = (key(a as usize), key(b as usize));
-            then_object_keys(a, b, icu_compare(a, b))
-        }),
+        None => {
+            // Each key's Han proxy once, not once per comparison.
+            let han: Vec<Option<String>> = (0..count).map(|i| han::proxy(key(i))).collect();
+            order.sort_unstable_by(|&a, &b| {
+                let (ha, hb) = (han[a as usize].as_deref(), han[b as usize].as_deref());
+                let (a, b) = (key(a as usize), key(b as usize));
+                then_object_keys(a, b, compare_with_proxies(a, ha, b, hb))
+            })
+        }
     }
 }
 
@@ -503,6 +526,29 @@ mod tests {
         ];
         let keys: Vec<&str> = expected.iter().rev().copied().collect();
         assert_eq!(sort_keys_like_javascript(&keys), expected);
+    }
+
+    #[test]
+    fn han_keys_follow_node_radical_stroke_order() {
+        // Node's order (ICU 78.2). ICU4X's root alone put 七 before 丁's
+        // neighbours in other blocks, 㐀 (Extension A) before 𠀀 (Extension B)
+        // whatever their radicals, and 乙 before 丶: these keys are where the
+        // hashes differed.
+        let expected = [
+            "(一)", "㈠", "々", "〇", "a", "a一", "Z", "一", "⼀", "一a", "一一", "一丁", "丁", "丁一", "七", "𠀀", "𠀁",
+            "𰀀", "㐀", "㐁", "丶", "⺀", "乙", "亀", "人", "亻", "平成", "㍻", "日", "日本", "更", "本", "豈", "龜", "𪚲",
+        ];
+        let keys: Vec<&str> = expected.iter().rev().copied().collect();
+        assert_eq!(sort_keys_like_javascript(&keys), expected);
+        assert_eq!(locale_compare("𠀀", "㐀"), Ordering::Less);
+        assert_eq!(locale_compare("丶", "乙"), Ordering::Less);
+        assert_eq!(locale_compare("一", "⼀"), Ordering::Less, "the Kangxi radical is a tertiary variant");
+        assert_eq!(locale_compare("豈", "\u{8c48}"), Ordering::Equal, "canonically equivalent");
+        assert_eq!(
+            stable_json(r#"{"㐀": 1, "七": 2, "𠀀": 3}"#).unwrap(),
+            r#"{"七":2,"𠀀":3,"㐀":1}"#,
+            r#"ICU4X's root alone gave {{"七":2,"㐀":1,"𠀀":3}}"#
+        );
     }
 
     #[test]
@@ -815,10 +861,13 @@ mod javascript_parity {
                 "_x", "$y", "1", "10", "9", "01", "4294967294", "4294967295", "a", "A", "a_b", "a-b", "ab", "aB",
                 "alpha", "b", "B", "e", "é", "e\u{301}", "f", "Zeta", "", " ", "ß", "ss", "Å", "z\u{1}", "z", "日本",
                 "😀", "a\"b", "back\\slash", "tab\tkey", "co-op", "coop", "co_op", "-", "--", "ä", "æ", "ﬁ", "fi",
+                "一", "丁", "七", "㐀", "𠀀", "⼀", "豈", "㈠", "乙", "丶", "a一", "一a",
             ])
             .prop_map(str::to_string),
             "[a-zA-Z0-9_$ .:/-]{0,8}",
             "\\PC{0,4}",
+            // Han from several blocks, radicals and compatibility forms, mixed with Latin.
+            "[一丁七丶乙人亻日本㐀㐁㑒𠀀𠀁𪚲𰀀⼀⺀豈更㈠aA_]{1,3}",
         ]
     }
 
@@ -879,6 +928,103 @@ mod javascript_parity {
             assert_eq!(stable_json(doc).unwrap(), node_text, "stable_json differs from Node for {doc}");
             assert_eq!(stock_hash(doc).unwrap(), node_hash, "hash differs from Node for {doc}");
         }
+    }
+
+    /// `strings` sorted by Node's localeCompare, ties by UTF-16 code units, each
+    /// with whether it compares equal to the one before.
+    fn node_sorted(strings: &[String]) -> Vec<(bool, String)> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/src/stock/testdata/locale_sort.js");
+        let mut child = Command::new("node")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node (20+) must be installed to check parity with JavaScript");
+        let input: Vec<String> = strings.iter().map(|s| serde_json::to_string(s).unwrap()).collect();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || stdin.write_all(input.join("\n").as_bytes()).unwrap());
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert!(out.status.success(), "node failed");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (tie, text) = l.split_once('\t').unwrap();
+                (tie == "=", serde_json::from_str::<String>(text).unwrap())
+            })
+            .collect()
+    }
+
+    /// The same as `node_sorted`, by `locale_compare`.
+    fn rust_sorted(strings: &[String]) -> Vec<(bool, String)> {
+        let mut sorted = strings.to_vec();
+        sorted.sort_by(|a, b| locale_compare(a, b).then_with(|| a.encode_utf16().cmp(b.encode_utf16())));
+        (0..sorted.len()).map(|i| (i > 0 && locale_compare(&sorted[i - 1], &sorted[i]).is_eq(), sorted[i].clone())).collect()
+    }
+
+    fn assert_sorted_as_node(strings: &[String]) {
+        let (node, rust) = (node_sorted(strings), rust_sorted(strings));
+        assert_eq!(node.len(), rust.len());
+        if let Some(i) = (0..node.len()).find(|&i| node[i] != rust[i]) {
+            let show = |v: &[(bool, String)]| format!("{:?}", &v[i.saturating_sub(3)..(i + 3).min(v.len())]);
+            panic!("order differs from Node at {i}: node {} rust {}", show(&node), show(&rust));
+        }
+    }
+
+    /// Every character listed in han_order.txt, as code points.
+    fn han_order_characters() -> (Vec<u32>, Vec<u32>) {
+        let data = include_str!("han_order.txt");
+        let (mut ideographs, mut others, mut section) = (Vec::new(), Vec::new(), "");
+        for line in data.lines().filter(|l| !l.starts_with('#')) {
+            if line.starts_with('[') {
+                section = line;
+            } else if section == "[order]" {
+                for run in line.split(' ') {
+                    let (a, b) = run.split_once('-').unwrap_or((run, run));
+                    ideographs.extend(u32::from_str_radix(a, 16).unwrap()..=u32::from_str_radix(b, 16).unwrap());
+                }
+            } else {
+                others.push(u32::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap());
+            }
+        }
+        (ideographs, others)
+    }
+
+    #[test]
+    fn han_sorts_as_node_on_a_sample() {
+        // Every 61st ideograph in Node's order, every other character carrying
+        // Han weights, and strings mixing them with each other and with Latin,
+        // digits, kana and a combining accent.
+        let (ideographs, others) = han_order_characters();
+        let text = |cp: u32| char::from_u32(cp).unwrap().to_string();
+        let sample: Vec<String> = ideographs.iter().step_by(61).chain(&others).map(|&cp| text(cp)).collect();
+        let mut strings = sample.clone();
+        for (i, s) in sample.iter().enumerate().step_by(7) {
+            let other = &sample[(i * 31 + 5) % sample.len()];
+            for mixed in [format!("a{s}"), format!("{s}a"), format!("{s}{other}"), format!("1{s}"), format!("{s}\u{301}"), format!("ア{s}")] {
+                strings.push(mixed);
+            }
+        }
+        strings.extend(["a", "A", "z", "1", "ア", "가", "😀", "々", "〇", "\u{10ffff}", "\u{40000}"].map(str::to_string));
+        assert_sorted_as_node(&strings);
+    }
+
+    /// One-off proof over every code point (slow; run it by hand):
+    /// `cargo test --lib every_code_point_sorts_as_node -- --ignored`
+    #[test]
+    #[ignore]
+    fn every_code_point_sorts_as_node() {
+        let all: Vec<String> = (0..=0x10ffffu32).filter_map(char::from_u32).map(String::from).collect();
+        assert_sorted_as_node(&all);
+        // Every ideograph and every other character carrying Han weights after
+        // another one chosen by a fixed permutation, and after "a".
+        let (ideographs, others) = han_order_characters();
+        let han: Vec<char> = ideographs.iter().chain(&others).map(|&cp| char::from_u32(cp).unwrap()).collect();
+        let pairs: Vec<String> = (0..han.len())
+            .flat_map(|i| [format!("{}{}", han[(i * 7919) % han.len()], han[i]), format!("a{}", han[i])])
+            .collect();
+        assert_sorted_as_node(&pairs);
     }
 
     proptest! {

@@ -4,6 +4,7 @@
 //! reads a jsonb argument with `crate::jsonb`).
 
 pub mod canonical;
+mod han;
 pub mod json;
 pub mod status;
 
