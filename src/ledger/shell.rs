@@ -1,7 +1,7 @@
 //! SQL surface of the ledger schema.
 
 use crate::args::{schema_name, SchemaName};
-use crate::pg_types::Name;
+use crate::shell::types::Name;
 use crate::shell::{check, raise_with_hint};
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
@@ -27,7 +27,7 @@ fn check_ledger(
     let rows: Vec<(String, String)> = Spi::connect(|client| {
         client
             .select(
-                include_str!("../../sql/ledger/check.sql"),
+                include_str!("../../sql/queries/ledger/check.sql"),
                 None,
                 &[schema.name.as_str().into(), kinds.into(), objects.into(), details.into()],
             )
@@ -43,14 +43,12 @@ fn check_ledger(
     TableIterator::new(rows)
 }
 
-extension_sql_file!("../../sql/ledger/check_api.sql", name = "ledger_check_api", requires = [check_ledger]);
-
 /// Fail before any work when the ledger lacks what `function` needs
 /// (`needs`: tables, or `table.column`), with a hint to run install_ledger
 /// (idempotent: it adds what a ledger of an earlier version lacks).
 pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str], function: &'static str) {
     let missing = client
-        .select(include_str!("../../sql/ledger/missing.sql"), None, &[ledger.name.as_str().into(), needs.to_vec().into()])
+        .select(include_str!("../../sql/queries/ledger/missing.sql"), None, &[ledger.name.as_str().into(), needs.to_vec().into()])
         .unwrap_or_else(|e| error!("runtime_sandbox: {function} could not read the catalog: {e}"))
         .first()
         .get::<Vec<String>>(1)
