@@ -2,10 +2,10 @@
 
 use crate::args::{schema_name, SchemaName};
 use crate::shell::types::Name;
-use crate::shell::{check, raise_with_hint};
+use crate::shell::check;
+use crate::shell::spi::ledger_missing;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::PgSqlErrorCode;
 
 /// Create (idempotently) the ledger schema, enum and tables the application's SQL uses.
 #[pg_extern(volatile, parallel_unsafe)]
@@ -44,7 +44,8 @@ fn check_ledger(
 }
 
 /// Fail before any work when the ledger lacks what `function` needs
-/// (`needs`: tables, or `table.column`), with a hint to run install_ledger
+/// (`needs`: tables, or `table.column`, in the order named), as the backfill
+/// does: 42P01 naming what is missing, with a hint to run install_ledger
 /// (idempotent: it adds what a ledger of an earlier version lacks).
 pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str], function: &'static str) {
     let missing = client
@@ -56,14 +57,14 @@ pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str
         .flatten()
         .unwrap_or_default();
     if !missing.is_empty() {
-        raise_with_hint(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("runtime_sandbox: {function}: ledger_schema {:?} lacks {}", ledger.name, missing.join(", ")),
-            format!(
-                "Run SELECT runtime_sandbox.install_ledger('{}'); it is idempotent and adds what a ledger of an earlier version lacks.",
-                ledger.name
+        ledger_missing(
+            "ledger_schema",
+            ledger,
+            &missing.join(", "),
+            &format!(
+                "{function} uses {}; install_ledger is idempotent and adds what a ledger of an earlier version lacks.",
+                needs.join(", ")
             ),
-            function,
         );
     }
 }

@@ -25,14 +25,25 @@ const SNAPSHOT_ITEMS: &str = include_str!("../../sql/queries/operations/snapshot
 const RECORD_SNAPSHOT_RUN: &str = include_str!("../../sql/queries/operations/record_snapshot_run.sql");
 
 /// What recording and reading snapshots need in the ledger.
-pub(crate) const SNAPSHOT_NEEDS: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
-/// What an apply of reconcile_daytona_latest needs (its history row names the snapshot).
-pub(crate) const LATEST_APPLY_NEEDS: &[&str] = &[
+const SNAPSHOT_NEEDS: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
+/// What an apply of reconcile_daytona_latest needs beyond an apply of
+/// reconcile_daytona's (its history row names the snapshot).
+const LATEST_APPLY_NEEDS: &[&str] = &[
     "provider_inventory_snapshots",
     "provider_inventory_items",
     "reconciliation_runs",
     "reconciliation_runs.snapshot_id",
 ];
+
+/// Everything reconcile_daytona_latest reads (a dry run) or also writes (an
+/// apply), checked before any work: the snapshot tables and reconcile_daytona's.
+fn latest_needs(dry_run: bool) -> Vec<&'static str> {
+    let (own, reconcile) =
+        if dry_run { (SNAPSHOT_NEEDS, reconcile::READ_NEEDS) } else { (LATEST_APPLY_NEEDS, reconcile::APPLY_NEEDS) };
+    let mut needs: Vec<&'static str> = own.to_vec();
+    needs.extend(reconcile.iter().filter(|t| !own.contains(t)));
+    needs
+}
 
 /// Record one complete provider listing (validated and normalized exactly as
 /// reconcile_daytona's inventory) and prune all but the newest `keep_last`
@@ -106,8 +117,7 @@ fn reconcile_daytona_latest(
         check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
     let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
     let summary = Spi::connect_mut(|client| {
-        let needs = if options.dry_run { SNAPSHOT_NEEDS } else { LATEST_APPLY_NEEDS };
-        crate::ledger::require(client, &options.ledger, needs, "reconcile_daytona_latest");
+        crate::ledger::require(client, &options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
         let previous = reconcile::jit(client, "off");
         let started_at = reconcile::now();
         let (summary, reconciled) = if reconcile::take_guard(client, &options) {
@@ -219,7 +229,7 @@ fn schedule_reconciliation(
     let job = job(job_name, RECONCILE_JOB, &ledger);
     let command = rules::reconcile_command(&ledger);
     Spi::connect_mut(|client| {
-        crate::ledger::require(client, &ledger, LATEST_APPLY_NEEDS, "schedule_reconciliation");
+        crate::ledger::require(client, &ledger, &latest_needs(false), "schedule_reconciliation");
         schedule_job(client, "schedule_reconciliation", &job, &schedule, &command)
     })
 }

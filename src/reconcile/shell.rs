@@ -41,13 +41,12 @@ const NOTIFY: &str = include_str!("../../sql/queries/reconcile/notify.sql");
 const SETTINGS: &str = include_str!("../../sql/queries/reconcile/settings.sql");
 const SUMMARY_ROW: &str = include_str!("../../sql/queries/reconcile/summary_row.sql");
 
-
 /// What an apply of `reconcile_daytona` needs in the ledger beyond the
 /// application's tables (a dry run needs nothing more).
 /// What a dry run reads, and what an apply also writes: checked before any
 /// work, so a schema without the ledger is an error naming ledger_schema.
-const READ_NEEDS: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
-const APPLY_NEEDS: &[&str] = &[
+pub(crate) const READ_NEEDS: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
+pub(crate) const APPLY_NEEDS: &[&str] = &[
     "runtime_sandbox_operations",
     "runtime_sandbox_capacity_leases",
     "sandbox_cleanup_jobs_v2",
@@ -534,7 +533,7 @@ fn elapsed_ms(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1000.0
 }
 
-/// The absent operations absent_operations.sql returned, oldest first, cut to the batch.
+/// The absent operations absent_*.sql returned, oldest first, cut to the batch.
 #[derive(Default)]
 struct AbsentRows {
     sandbox_ids: Vec<Option<String>>,
