@@ -2,10 +2,9 @@
 //!
 //! The house (README "Layout" has the map):
 //! - one folder per capability (`stock`, `managed`, `backfill`, `reconcile`,
-//!   `ledger`): a pure core (plain Rust, no pgrx: `cargo test --lib` runs it
-//!   without a server) and one pgrx file, `shell.rs` (`sql.rs` in reconcile and
-//!   ledger until their pass), that checks the arguments, runs the capability's
-//!   statements from `sql/queries/<capability>/` over SPI and builds the result
+//!   `ledger`, `operations`): a pure core (plain Rust, no pgrx: `cargo test
+//!   --lib` runs it without a server) and one pgrx file, `shell.rs`, that
+//!   checks the arguments, runs the capability's statements from `sql/queries/<capability>/` over SPI and builds the result
 //!   row; its `mod.rs` loads its objects from `sql/extension/`; its `#[pg_test]`s
 //!   are in `pg_tests.rs`;
 //! - `jsonb`: the one reader of jsonb's binary format (pure);
@@ -27,9 +26,6 @@ pub mod fast_hash;
 pub mod jsonb;
 pub mod shell;
 
-// moved to crate::shell::types; re-exported until reconcile and ledger import it from there
-pub use shell::types as pg_types;
-
 pub mod backfill;
 pub mod ledger;
 pub mod managed;
@@ -38,8 +34,6 @@ pub mod reconcile;
 pub mod stock;
 
 extension_sql_file!("../sql/extension/schema.sql", name = "schema", bootstrap);
-// The ledger room's (moves to src/ledger/mod.rs and sql/extension/ with its pass).
-extension_sql_file!("../sql/ledger/api.sql", name = "ledger_api", requires = [install_ledger]);
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

@@ -11,16 +11,9 @@
 //!   `sql/ddl/`, `sql/queries/<capability>/`, and the install and update scripts;
 //!   statements name schemas only by the `@ledger@`/`@app@` placeholders (and the
 //!   backfill's fetch size `@fetch@`).
-//!
-//! `PENDING` lists the files of the reconcile and ledger rooms that follow the
-//! layout of before; the pass that moves them removes them from it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Files and folders (relative to the repository) the rules skip until the
-/// reconcile/ledger pass applies them there.
-const PENDING: &[&str] = &["src/reconcile/", "src/ledger/", "src/operations/", "sql/reconcile/", "sql/ledger/", "sql/operations/"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -36,10 +29,6 @@ fn files(dir: &Path, ext: &str, out: &mut Vec<String>) {
         }
     }
     out.sort();
-}
-
-fn pending(file: &str) -> bool {
-    PENDING.iter().any(|p| file.starts_with(p))
 }
 
 fn read(file: &str) -> String {
@@ -66,7 +55,7 @@ fn pure_cores_do_not_use_pgrx() {
     };
     let offenders: Vec<String> = rust_files()
         .into_iter()
-        .filter(|f| !pending(f) && !shell(f))
+        .filter(|f| !shell(f))
         .filter(|f| {
             let c = code(&read(f));
             c.contains("pgrx") || c.contains("pg_sys")
@@ -120,7 +109,7 @@ fn named_modules(file: &str, module: &str, known: &BTreeSet<String>) -> BTreeSet
             paths.push(target.join("::"));
         }
     }
-    let aliases = [("crate::pg_types", "crate::shell::types"), ("crate::stock::jsonb_binary", "crate::jsonb")];
+    let aliases = [("crate::stock::jsonb_binary", "crate::jsonb")];
     paths
         .into_iter()
         .map(|p| aliases.iter().fold(p, |p, (from, to)| if p.starts_with(from) { p.replacen(from, to, 1) } else { p }))
@@ -192,17 +181,14 @@ fn no_import_cycles() {
         .flat_map(|(from, to)| to.iter().filter(|t| !shared.contains(&t.as_str())).map(move |t| format!("{from} -> {t}")))
         .collect();
     assert!(upward.is_empty(), "shared modules importing a capability: {upward:?}");
-    // A cycle inside a PENDING room waits for that room's pass (reconcile's sql <-> capacity today).
-    let pending_module = |m: &String| PENDING.iter().any(|p| p.starts_with("src/") && m.starts_with(&format!("crate::{}", p[4..].trim_end_matches('/'))));
-    let file_cycles: Vec<Vec<String>> = cycles(&graph).into_iter().filter(|c| !c.iter().all(pending_module)).collect();
-    assert_eq!(file_cycles, Vec::<Vec<String>>::new(), "import cycles between modules");
+    assert_eq!(cycles(&graph), Vec::<Vec<String>>::new(), "import cycles between modules");
     assert_eq!(cycles(&capabilities), Vec::<Vec<String>>::new(), "import cycles between capabilities");
 }
 
 #[test]
 fn unit_tests_are_inline_and_pg_tests_in_pg_tests_rs() {
     let mut problems = Vec::new();
-    for file in rust_files().into_iter().filter(|f| !pending(f)) {
+    for file in rust_files() {
         let text = code(&read(&file));
         if text.contains("#[path") {
             problems.push(format!("{file}: #[path] (put unit tests in #[cfg(test)] mod tests at the bottom)"));
@@ -236,7 +222,7 @@ fn sql_files_are_filed_by_what_they_are() {
     let mut sql = Vec::new();
     files(&repo().join("sql"), "sql", &mut sql);
     let mut problems = Vec::new();
-    for file in sql.iter().filter(|f| !pending(f)) {
+    for file in &sql {
         let name = file.trim_start_matches("sql/");
         let placed = (name.starts_with("runtime_sandbox--") && !name.contains('/'))
             || name.starts_with("extension/")
@@ -254,11 +240,11 @@ fn sql_files_are_filed_by_what_they_are() {
         }
     }
     // What extension_sql_file! loads is in sql/extension/.
-    for file in rust_files().into_iter().filter(|f| !pending(f)) {
+    for file in rust_files() {
         let text = code(&read(&file));
         for (at, _) in text.match_indices("extension_sql_file!(") {
             let path: String = text[at..].split('"').nth(1).unwrap_or("").to_owned();
-            if !path.contains("sql/extension/") && !PENDING.iter().any(|p| path.contains(p)) {
+            if !path.contains("sql/extension/") {
                 problems.push(format!("{file}: extension_sql_file!(\"{path}\") outside sql/extension/"));
             }
         }

@@ -5,17 +5,22 @@
 //! SQL runs against them unchanged.
 
 pub mod requirements;
-mod sql;
+mod shell;
 
-pub(crate) use sql::require;
+pub(crate) use shell::require;
+
+use pgrx::prelude::*;
+
+extension_sql_file!("../../sql/extension/ledger_api.sql", name = "ledger_api", requires = [install_ledger]);
+extension_sql_file!("../../sql/extension/ledger_check_api.sql", name = "ledger_check_api", requires = [check_ledger]);
 
 /// The DDL with the (already quoted) schema name substituted.
 pub fn install_script(quoted_schema: &str) -> String {
-    include_str!("../../sql/ledger/install.sql").replace("@ledger@", quoted_schema)
+    include_str!("../../sql/ddl/ledger_tables.sql").replace("@ledger@", quoted_schema)
 }
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }

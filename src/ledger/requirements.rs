@@ -194,7 +194,7 @@ mod tests {
     /// install_ledger must create everything check_ledger asks for.
     #[test]
     fn install_script_mentions_every_required_name() {
-        let script = include_str!("../../sql/ledger/install.sql");
+        let script = include_str!("../../sql/ddl/ledger_tables.sql");
         for requirement in requirements() {
             let names: Vec<&str> = match requirement {
                 Requirement::Enum { name, labels } => std::iter::once(name).chain(labels.iter().copied()).collect(),

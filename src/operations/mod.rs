@@ -2,30 +2,30 @@
 //! can list the provider and reconciled later by a job that cannot
 //! (record_inventory_snapshot, reconcile_daytona_latest), pg_cron jobs for
 //! that and for the backfill (schedule_* / unschedule_*), and the health view
-//! install_ledger creates (sql/ledger/install.sql).
+//! install_ledger creates (sql/ddl/ledger_tables.sql).
 //!
 //! `rules` is the pure core (argument rules, cron schedules, the job
-//! commands); `snapshots` and `schedule` are the SPI shells.
+//! commands); `shell` is the SPI shell (statements in
+//! `sql/queries/operations/`).
 
 pub mod rules;
-mod schedule;
-mod snapshots;
+mod shell;
 
 pgrx::extension_sql_file!(
-    "../../sql/operations/api.sql",
+    "../../sql/extension/operations_api.sql",
     name = "operations_api",
     requires = [
-        snapshots::record_inventory_snapshot,
-        snapshots::reconcile_daytona_latest,
-        schedule::schedule_reconciliation,
-        schedule::unschedule_reconciliation,
-        schedule::schedule_sandbox_operation_backfill,
-        schedule::unschedule_sandbox_operation_backfill
+        shell::record_inventory_snapshot,
+        shell::reconcile_daytona_latest,
+        shell::schedule_reconciliation,
+        shell::unschedule_reconciliation,
+        shell::schedule_sandbox_operation_backfill,
+        shell::unschedule_sandbox_operation_backfill
     ]
 );
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }

@@ -4,7 +4,7 @@
 
 use crate::args::ArgError;
 use crate::fast_hash::FastSet;
-use crate::stock::jsonb_binary::{Container, DecodeError, Item, Kind};
+use crate::jsonb::{Container, DecodeError, Item, Kind};
 
 /// One physical Daytona sandbox as the provider lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -133,7 +133,7 @@ mod tests {
     /// The inventory from JSON text, through its jsonb binary form.
     fn parse_inventory(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
         let value: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
-        parse_inventory_jsonb(&crate::stock::jsonb_binary::encode(&value))
+        parse_inventory_jsonb(&crate::jsonb::encode::encode(&value))
     }
 
     fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {

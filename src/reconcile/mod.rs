@@ -1,21 +1,25 @@
 //! Reconciliation of a provider inventory (Daytona) against the sandbox ledger.
 //!
 //! `inventory`, `pairing` and `summary` are the pure core (parsing and
-//! normalization; ownership by label, the match, the lone live operations and
-//! the capacity inspection over rows read from the ledger; the argument rules
-//! and the result shape); `sql` is the thin SPI shell that reads the ledger and
-//! runs the phase statements in `sql/reconcile/`.
+//! normalization, reading the inventory with `crate::jsonb`; ownership by
+//! label, the match, the lone live operations and the capacity inspection over
+//! rows read from the ledger; the argument rules and the result shape);
+//! `shell` is the thin SPI shell that reads the ledger and runs the phase
+//! statements in `sql/queries/reconcile/`.
 
 pub mod inventory;
 pub mod pairing;
 pub mod summary;
 
-mod capacity;
+pub(crate) mod shell;
 
-pub(crate) mod sql;
+use pgrx::prelude::*;
+
+extension_sql_file!("../../sql/extension/reconcile_types.sql", name = "reconcile_types", requires = ["schema"]);
+extension_sql_file!("../../sql/extension/reconcile_api.sql", name = "reconcile_api", requires = [reconcile_daytona_guarded]);
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
 mod tests {
-    include!("tests.rs");
+    include!("pg_tests.rs");
 }

@@ -5,17 +5,21 @@
 -- resource as absent). The filters are the application's, re-checked here
 -- on the current rows; every candidate is counted (the mass-absence valve
 -- weighs them all), the oldest $4 (= batch size + 1, to know whether more
--- follow) are returned, then by operation key. The FROM item is the shell's
--- choice of how to reach the keys: a primary-key probe per key when they are
--- few, one scan when they are many. The last filter is empty, or (the
--- latest snapshot's run) the check that older snapshots do not list the
--- sandbox either (absent_confirmed.sql). The cleanup and snapshot checks
+-- follow) are returned, then by operation key. The cleanup and snapshot checks
 -- are a probe per candidate whatever the planner believes (scalar
 -- subqueries are never made joins).
+-- Few keys: one primary-key probe each (LIMIT keeps the subquery from being
+-- flattened into a join the planner would answer with a scan of the whole
+-- table; the key is unique anyway).
 WITH candidates AS MATERIALIZED (
     SELECT operation.sandbox_id, operation.run_id, operation.attempt, operation.environment,
            operation.routing_domain, operation.provider_created_at, operation.operation_key
-    FROM @operations@
+    FROM unnest($1::text[]) AS lone(operation_key)
+    CROSS JOIN LATERAL (
+        SELECT * FROM @ledger@.runtime_sandbox_operations AS candidate
+        WHERE candidate.operation_key = lone.operation_key
+        LIMIT 1
+    ) AS operation
     WHERE operation.provider = 'daytona'
       AND operation.environment = 'production'
       AND operation.state = 'live'
@@ -27,7 +31,6 @@ WITH candidates AS MATERIALIZED (
            LIMIT 1) IS NULL
       AND operation.provider_created_at <= $2
       AND operation.provider_created_at <= clock_timestamp() - $3
-      @confirmed@
 ), batch AS (
     SELECT * FROM candidates
     ORDER BY provider_created_at, operation_key

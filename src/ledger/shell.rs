@@ -1,11 +1,11 @@
 //! SQL surface of the ledger schema.
 
 use crate::args::{schema_name, SchemaName};
-use crate::pg_types::Name;
-use crate::shell::{check, raise_with_hint};
+use crate::shell::types::Name;
+use crate::shell::check;
+use crate::shell::spi::ledger_missing;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::PgSqlErrorCode;
 
 /// Create (idempotently) the ledger schema, enum and tables the application's SQL uses.
 #[pg_extern(volatile, parallel_unsafe)]
@@ -27,7 +27,7 @@ fn check_ledger(
     let rows: Vec<(String, String)> = Spi::connect(|client| {
         client
             .select(
-                include_str!("../../sql/ledger/check.sql"),
+                include_str!("../../sql/queries/ledger/check.sql"),
                 None,
                 &[schema.name.as_str().into(), kinds.into(), objects.into(), details.into()],
             )
@@ -43,14 +43,13 @@ fn check_ledger(
     TableIterator::new(rows)
 }
 
-extension_sql_file!("../../sql/ledger/check_api.sql", name = "ledger_check_api", requires = [check_ledger]);
-
 /// Fail before any work when the ledger lacks what `function` needs
-/// (`needs`: tables, or `table.column`), with a hint to run install_ledger
+/// (`needs`: tables, or `table.column`, in the order named), as the backfill
+/// does: 42P01 naming what is missing, with a hint to run install_ledger
 /// (idempotent: it adds what a ledger of an earlier version lacks).
 pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str], function: &'static str) {
     let missing = client
-        .select(include_str!("../../sql/ledger/missing.sql"), None, &[ledger.name.as_str().into(), needs.to_vec().into()])
+        .select(include_str!("../../sql/queries/ledger/missing.sql"), None, &[ledger.name.as_str().into(), needs.to_vec().into()])
         .unwrap_or_else(|e| error!("runtime_sandbox: {function} could not read the catalog: {e}"))
         .first()
         .get::<Vec<String>>(1)
@@ -58,14 +57,14 @@ pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str
         .flatten()
         .unwrap_or_default();
     if !missing.is_empty() {
-        raise_with_hint(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("runtime_sandbox: {function}: ledger_schema {:?} lacks {}", ledger.name, missing.join(", ")),
-            format!(
-                "Run SELECT runtime_sandbox.install_ledger('{}'); it is idempotent and adds what a ledger of an earlier version lacks.",
-                ledger.name
+        ledger_missing(
+            "ledger_schema",
+            ledger,
+            &missing.join(", "),
+            &format!(
+                "{function} uses {}; install_ledger is idempotent and adds what a ledger of an earlier version lacks.",
+                needs.join(", ")
             ),
-            function,
         );
     }
 }

@@ -1,4 +1,4 @@
--- Complete the absent operations found by find_absent.sql ($1 sandbox ids,
+-- Complete the absent operations found by absent_*.sql ($1 sandbox ids,
 -- $2 run ids, $3 attempts, $4 environments, $5 routing domains) as
 -- provider-confirmed-absent. A cleanup row is inserted as deleted, or an
 -- existing one moved to deleted only while pending and unowned: a cleanup

@@ -887,9 +887,9 @@ fn reconcile_apply_without_history_table_fails_before_any_work() {
     .unwrap();
     assert_eq!(
         got,
-        "55000 runtime_sandbox: reconcile_daytona: ledger_schema \"rc_no_history\" lacks reconciliation_runs | \
-         Run SELECT runtime_sandbox.install_ledger('rc_no_history'); it is idempotent and adds what a ledger of an \
-         earlier version lacks."
+        "42P01 runtime_sandbox: ledger_schema \"rc_no_history\" lacks the ledger's table(s) reconciliation_runs | \
+         Point ledger_schema at the ledger's schema, or run SELECT runtime_sandbox.install_ledger('rc_no_history') to \
+         create the tables."
     );
     assert_eq!(l.checksum(), before, "the terminal lease was not released");
     // A dry run needs no history.

@@ -122,9 +122,9 @@ fn operations_record_snapshot_validates_and_normalizes_like_the_inventory() {
     run("CREATE SCHEMA op_record_old");
     assert_eq!(
         attempt("SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[]', now(), ledger_schema => 'op_record_old')"),
-        "55000 runtime_sandbox: record_inventory_snapshot: ledger_schema \"op_record_old\" lacks \
-         provider_inventory_snapshots, provider_inventory_items | Run SELECT runtime_sandbox.install_ledger('op_record_old'); \
-         it is idempotent and adds what a ledger of an earlier version lacks."
+        "42P01 runtime_sandbox: ledger_schema \"op_record_old\" lacks the ledger's table(s) \
+         provider_inventory_snapshots, provider_inventory_items | Point ledger_schema at the ledger's schema, or run \
+         SELECT runtime_sandbox.install_ledger('op_record_old') to create the tables."
     );
 }
 
@@ -192,9 +192,18 @@ fn operations_latest_needs_a_fresh_snapshot() {
     }
     run("CREATE SCHEMA op_fresh_old");
     let got = attempt("SELECT runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'op_fresh_old')");
-    assert!(got.starts_with("55000 runtime_sandbox: reconcile_daytona_latest: ledger_schema \"op_fresh_old\" lacks \
+    // Every table it uses, checked up front: the snapshots' and reconcile_daytona's.
+    assert!(got.starts_with("42P01 runtime_sandbox: ledger_schema \"op_fresh_old\" lacks the ledger's table(s) \
                              provider_inventory_snapshots, provider_inventory_items, reconciliation_runs, \
-                             reconciliation_runs.snapshot_id | Run SELECT runtime_sandbox.install_ledger('op_fresh_old');"),
+                             reconciliation_runs.snapshot_id, runtime_sandbox_operations, runtime_sandbox_capacity_leases, \
+                             sandbox_cleanup_jobs_v2, sandbox_cleanup_events_v2, attempts | Point ledger_schema at the \
+                             ledger's schema, or run SELECT runtime_sandbox.install_ledger('op_fresh_old')"),
+            "{got}");
+    // A dry run too: the snapshot tables and what reconcile_daytona reads.
+    let got = attempt("SELECT runtime_sandbox.reconcile_daytona_latest(dry_run => true, ledger_schema => 'op_fresh_old')");
+    assert!(got.starts_with("42P01 runtime_sandbox: ledger_schema \"op_fresh_old\" lacks the ledger's table(s) \
+                             provider_inventory_snapshots, provider_inventory_items, runtime_sandbox_operations, \
+                             runtime_sandbox_capacity_leases, sandbox_cleanup_jobs_v2 | "),
             "{got}");
 }
 
@@ -344,6 +353,6 @@ fn operations_schedule_jobs_by_name_with_quoted_commands() {
     // A ledger the job could not run against is refused now, not at every tick.
     run("CREATE SCHEMA op_cron_old");
     let got = attempt("SELECT runtime_sandbox.schedule_reconciliation(ledger_schema => 'op_cron_old')");
-    assert!(got.starts_with("55000 runtime_sandbox: schedule_reconciliation: ledger_schema \"op_cron_old\" lacks"), "{got}");
+    assert!(got.starts_with("42P01 runtime_sandbox: ledger_schema \"op_cron_old\" lacks the ledger's table(s)"), "{got}");
     assert_eq!(int("SELECT count(*) FROM cron.job"), 0);
 }

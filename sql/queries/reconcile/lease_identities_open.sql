@@ -1,0 +1,8 @@
+-- (sandbox, routing domain) of the open Daytona leases bound to a sandbox,
+-- the current fleet's, through their partial index (the table is large next
+-- to the listing).
+SELECT array_agg(sandbox_id), array_agg(routing_domain)
+FROM @ledger@.runtime_sandbox_capacity_leases
+WHERE provider = 'daytona'
+  AND sandbox_id IS NOT NULL
+  AND released_at IS NULL

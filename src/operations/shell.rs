@@ -1,0 +1,348 @@
+//! SQL surface of the operations room. Inventory snapshots: recorded by
+//! whoever can list Daytona, reconciled by a job that cannot (pg_cron):
+//! record_inventory_snapshot and reconcile_daytona_latest. Then the pg_cron
+//! jobs for the reconciliation (of the latest snapshot) and for the operation
+//! backfill: created, replaced and removed by name.
+
+use super::rules;
+use crate::args::{self, ArgError, SchemaName};
+use crate::reconcile::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
+use crate::reconcile::shell::{self as reconcile, execute, Ledger, Listing, Options};
+use crate::reconcile::summary::{self, Status, Summary};
+use crate::shell::types::{JsonbBytes, Name};
+use crate::shell::{check, existing_schema, raise_with_hint};
+use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::PgSqlErrorCode;
+
+const INSERT_SNAPSHOT: &str = include_str!("../../sql/queries/operations/insert_snapshot.sql");
+const PRUNABLE_SNAPSHOTS: &str = include_str!("../../sql/queries/operations/prunable_snapshots.sql");
+const DELETE_SNAPSHOT: &str = include_str!("../../sql/queries/operations/delete_snapshot.sql");
+const NEWEST_SNAPSHOTS: &str = include_str!("../../sql/queries/operations/newest_snapshots.sql");
+const NEWEST_SNAPSHOTS_LOCKED: &str = include_str!("../../sql/queries/operations/newest_snapshots_locked.sql");
+const SNAPSHOT_ITEMS: &str = include_str!("../../sql/queries/operations/snapshot_items.sql");
+const RECORD_SNAPSHOT_RUN: &str = include_str!("../../sql/queries/operations/record_snapshot_run.sql");
+
+/// What recording and reading snapshots need in the ledger.
+const SNAPSHOT_NEEDS: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
+/// What an apply of reconcile_daytona_latest needs beyond an apply of
+/// reconcile_daytona's (its history row names the snapshot).
+const LATEST_APPLY_NEEDS: &[&str] = &[
+    "provider_inventory_snapshots",
+    "provider_inventory_items",
+    "reconciliation_runs",
+    "reconciliation_runs.snapshot_id",
+];
+
+/// Everything reconcile_daytona_latest reads (a dry run) or also writes (an
+/// apply), checked before any work: the snapshot tables and reconcile_daytona's.
+fn latest_needs(dry_run: bool) -> Vec<&'static str> {
+    let (own, reconcile) =
+        if dry_run { (SNAPSHOT_NEEDS, reconcile::READ_NEEDS) } else { (LATEST_APPLY_NEEDS, reconcile::APPLY_NEEDS) };
+    let mut needs: Vec<&'static str> = own.to_vec();
+    needs.extend(reconcile.iter().filter(|t| !own.contains(t)));
+    needs
+}
+
+/// Record one complete provider listing (validated and normalized exactly as
+/// reconcile_daytona's inventory) and prune all but the newest `keep_last`
+/// snapshots of the provider. Returns the snapshot id.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn record_inventory_snapshot(
+    provider: Option<&str>,
+    items: Option<JsonbBytes>,
+    captured_at: Option<TimestampWithTimeZone>,
+    keep_last: default!(Option<i32>, 20),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> i64 {
+    let provider = check(rules::provider(check(summary::required("provider", provider))));
+    // The inventory's rules, under this argument's name.
+    let items = check(
+        parse_inventory_jsonb(check(summary::required("items", items)).as_bytes())
+            .map_err(|e| ArgError::new("items", e.reason)),
+    );
+    let items = InventoryColumns::from_items(&items);
+    let captured_at = check(summary::required("captured_at", captured_at));
+    let captured_micros = pg_sys::TimestampTz::from(captured_at);
+    check(summary::captured_at(captured_micros).map_err(|e| ArgError::new("captured_at", e.reason)));
+    check(rules::captured_not_ahead(captured_micros, unsafe { pg_sys::GetCurrentTimestamp() }));
+    let keep_last = check(rules::keep_last(check(summary::required("keep_last", keep_last))));
+    let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
+    let schema = existing_schema("ledger_schema", ledger_schema.as_str());
+
+    Spi::connect_mut(|client| {
+        crate::ledger::require(client, &schema, SNAPSHOT_NEEDS, "record_inventory_snapshot");
+        let ledger = Ledger { quoted: &schema.quoted };
+        let (table, _) = execute(
+            client,
+            &ledger.sql(INSERT_SNAPSHOT),
+            &[
+                provider.into(),
+                captured_at.into(),
+                items.sandbox_ids.into(),
+                items.routing_domains.into(),
+                items.operation_keys.into(),
+            ],
+        );
+        let snapshot_id = table.first().get::<i64>(1).ok().flatten().expect("INSERT ... RETURNING returns the id");
+        let (prunable, _) =
+            execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS), &[provider.into(), (keep_last as i64).into(), snapshot_id.into()]);
+        let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).ok().flatten()).collect();
+        // One snapshot at a time: each delete is an index range of its items.
+        for id in prunable {
+            execute(client, &ledger.sql(DELETE_SNAPSHOT), &[id.into()]);
+        }
+        snapshot_id
+    })
+}
+
+/// Reconcile the ledger against the newest recorded Daytona snapshot.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(volatile, parallel_unsafe, requires = ["reconcile_types"])]
+#[search_path(pg_catalog, pg_temp)]
+fn reconcile_daytona_latest(
+    dry_run: default!(Option<bool>, false),
+    batch_size: default!(Option<i32>, 500),
+    minimum_age: default!(Option<Interval>, "'10 minutes'"),
+    max_snapshot_age: default!(Option<Interval>, "'15 minutes'"),
+    absent_confirmations: default!(Option<i32>, 2),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+    max_absent_ratio: default!(Option<f32>, 0.5),
+) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
+    let max_snapshot_age = check(summary::required("max_snapshot_age", max_snapshot_age));
+    check(rules::max_snapshot_age(max_snapshot_age.months(), max_snapshot_age.days(), max_snapshot_age.micros()));
+    let confirmations =
+        check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
+    let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
+    let summary = Spi::connect_mut(|client| {
+        crate::ledger::require(client, &options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
+        let previous = reconcile::jit(client, "off");
+        let started_at = reconcile::now();
+        let (summary, reconciled) = if reconcile::take_guard(client, &options) {
+            latest(client, &options, max_snapshot_age, confirmations)
+        } else {
+            (Summary::empty(0, false, Status::SkippedConcurrent), None)
+        };
+        if !options.dry_run {
+            let ledger = Ledger { quoted: &options.ledger.quoted };
+            let (table, _) = execute(
+                client,
+                &ledger.sql(RECORD_SNAPSHOT_RUN),
+                &[started_at.into(), summary.status.as_str().into(), summary.to_json().into(), reconciled.into()],
+            );
+            let run_id = table.first().get::<i64>(1).ok().flatten().unwrap_or(0);
+            reconcile::alert(client, &options.ledger, run_id, &summary);
+        }
+        reconcile::jit(client, &previous);
+        summary
+    });
+    reconcile::result_row(&summary)
+}
+
+/// The newest snapshot, if fresh, reconciled; absences confirmed against the
+/// `confirmations - 1` snapshots before it. Returns the summary and the
+/// snapshot reconciled (None when none was).
+fn latest(
+    client: &mut SpiClient,
+    options: &Options,
+    max_snapshot_age: Interval,
+    confirmations: i32,
+) -> (Summary, Option<i64>) {
+    let ledger = Ledger { quoted: &options.ledger.quoted };
+    let newest = if options.dry_run { NEWEST_SNAPSHOTS } else { NEWEST_SNAPSHOTS_LOCKED };
+    let (table, _) = execute(
+        client,
+        &ledger.sql(newest),
+        &[(confirmations as i64).into(), max_snapshot_age.into()],
+    );
+    let snapshots: Vec<(i64, TimestampWithTimeZone, bool)> = table
+        .filter_map(|row| {
+            Some((
+                row.get::<i64>(1).ok().flatten()?,
+                row.get::<TimestampWithTimeZone>(2).ok().flatten()?,
+                row.get::<bool>(3).ok().flatten().unwrap_or(false),
+            ))
+        })
+        .collect();
+    let Some(&(newest, _, fresh)) = snapshots.first() else {
+        return (Summary::empty(0, options.dry_run, Status::NoFreshSnapshot), None);
+    };
+    if !fresh {
+        let mut summary = Summary::empty(0, options.dry_run, Status::NoFreshSnapshot);
+        summary.snapshot_id = Some(newest);
+        return (summary, None);
+    }
+
+    let (table, _) = execute(client, &ledger.sql(SNAPSHOT_ITEMS), &[newest.into()]);
+    let table = table.first();
+    let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
+    let (sandbox_ids, routing_domains, operation_keys) = (column(1), column(2), column(3));
+    let items: Vec<InventoryItem> = sandbox_ids
+        .iter()
+        .flat_map(|a| a.iter())
+        .zip(routing_domains.iter().flat_map(|a| a.iter()))
+        .zip(operation_keys.iter().flat_map(|a| a.iter()))
+        .map(|((sandbox_id, domain), key)| InventoryItem::new(sandbox_id.unwrap_or_default(), domain, key))
+        .collect();
+
+    // An operation is called absent only when missing from each of the N
+    // newest snapshots, and only if it was recorded before the oldest of them
+    // was captured (otherwise that one could not have listed it). Fewer than
+    // N snapshots: nothing is called absent yet.
+    let enough = snapshots.len() == confirmations as usize;
+    let oldest = snapshots.last().map(|s| s.1);
+    let listing = Listing {
+        items,
+        absent_before: if enough { oldest } else { None },
+        confirming: snapshots.iter().skip(1).map(|s| s.0).collect(),
+    };
+    let mut summary = reconcile::run(client, options, &listing);
+    summary.snapshot_id = Some(newest);
+    summary.confirming_snapshots = Some(snapshots.len() as i64);
+    (summary, Some(newest))
+}
+
+// ---- pg_cron jobs for the reconciliation (of the latest snapshot) and for the
+// operation backfill: created, replaced and removed by name.
+
+const CRON_INSTALLED: &str = include_str!("../../sql/queries/operations/cron_installed.sql");
+const CRON_SCHEDULE: &str = include_str!("../../sql/queries/operations/cron_schedule.sql");
+const CRON_UNSCHEDULE: &str = include_str!("../../sql/queries/operations/cron_unschedule.sql");
+
+const RECONCILE_JOB: &str = "reconcile_daytona";
+const BACKFILL_JOB: &str = "sandbox_operation_backfill";
+/// What the backfill procedure reads and writes in the ledger.
+const BACKFILL_NEEDS: &[&str] = &["runs", "attempts", "runtime_sandbox_operations", "control"];
+
+/// Schedule `reconcile_daytona_latest(ledger_schema => ...)` with pg_cron.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn schedule_reconciliation(
+    schedule: default!(Option<&str>, "'*/5 * * * *'"),
+    job_name: default!(Option<&str>, "NULL"),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> i64 {
+    let schedule = check(rules::cron_schedule(check(summary::required("schedule", schedule))));
+    let ledger = existing_schema("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str());
+    let job = job(job_name, RECONCILE_JOB, &ledger);
+    let command = rules::reconcile_command(&ledger);
+    Spi::connect_mut(|client| {
+        crate::ledger::require(client, &ledger, &latest_needs(false), "schedule_reconciliation");
+        schedule_job(client, "schedule_reconciliation", &job, &schedule, &command)
+    })
+}
+
+/// Remove the reconciliation job; false when there was none.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn unschedule_reconciliation(
+    job_name: default!(Option<&str>, "NULL"),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> bool {
+    let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
+    let job = job(job_name, RECONCILE_JOB, &ledger);
+    Spi::connect_mut(|client| unschedule_job(client, "unschedule_reconciliation", &job))
+}
+
+/// Schedule `CALL run_sandbox_operation_backfill(...)` with pg_cron.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn schedule_sandbox_operation_backfill(
+    schedule: default!(Option<&str>, "'* * * * *'"),
+    job_name: default!(Option<&str>, "NULL"),
+    batch_size: default!(Option<i32>, 500),
+    max_batches: default!(Option<i32>, "NULL"),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> i64 {
+    let schedule = check(rules::cron_schedule(check(summary::required("schedule", schedule))));
+    let batch_size = check(args::batch_size(check(summary::required("batch_size", batch_size))));
+    let max_batches = check(rules::max_batches(max_batches));
+    let ledger = existing_schema("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str());
+    let job = job(job_name, BACKFILL_JOB, &ledger);
+    let command = rules::backfill_command(batch_size, max_batches, &ledger);
+    Spi::connect_mut(|client| {
+        crate::ledger::require(client, &ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
+        schedule_job(client, "schedule_sandbox_operation_backfill", &job, &schedule, &command)
+    })
+}
+
+/// Remove the backfill job; false when there was none.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn unschedule_sandbox_operation_backfill(
+    job_name: default!(Option<&str>, "NULL"),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> bool {
+    let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
+    let job = job(job_name, BACKFILL_JOB, &ledger);
+    Spi::connect_mut(|client| unschedule_job(client, "unschedule_sandbox_operation_backfill", &job))
+}
+
+/// The job's name: the caller's, or `<kind>:<ledger_schema>`.
+fn job(job_name: Option<&str>, kind: &str, ledger: &SchemaName) -> String {
+    match job_name {
+        Some(name) => check(rules::job_name("job_name", name)),
+        None => check(rules::default_job_name(kind, ledger)),
+    }
+}
+
+/// pg_cron must be installed here (it can only be, in the database named by
+/// cron.database_name); otherwise say where, and what to run there instead.
+fn require_cron(client: &mut SpiClient, function: &'static str, command: Option<&str>, job: &str, schedule: &str) {
+    let table = client
+        .select(CRON_INSTALLED, None, &[])
+        .unwrap_or_else(|e| error!("runtime_sandbox: {function} could not read the catalog: {e}"))
+        .first();
+    if table.get::<bool>(1).ok().flatten().unwrap_or(false) {
+        return;
+    }
+    let cron_database = table.get::<String>(2).ok().flatten();
+    let here = table.get::<String>(3).ok().flatten().unwrap_or_default();
+    let hint = match (cron_database, command) {
+        (None, _) => "pg_cron is not loaded: add it to shared_preload_libraries, set cron.database_name, restart, \
+                      then CREATE EXTENSION pg_cron in that database."
+            .to_string(),
+        (Some(cron), _) if cron == here => format!("Run CREATE EXTENSION pg_cron in database {here:?} first."),
+        (Some(cron), Some(command)) => format!(
+            "pg_cron schedules only from database {cron:?} (cron.database_name). Either create runtime_sandbox there too, \
+             or run there: SELECT cron.schedule_in_database({}, {}, {}, {});",
+            rules::literal(job),
+            rules::literal(schedule),
+            rules::literal(command),
+            rules::literal(&here)
+        ),
+        (Some(cron), None) => format!("pg_cron schedules only from database {cron:?} (cron.database_name); unschedule the job there."),
+    };
+    raise_with_hint(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("runtime_sandbox: {function}: pg_cron is not installed in database {here:?}"),
+        hint,
+        function,
+    );
+}
+
+fn schedule_job(client: &mut SpiClient, function: &'static str, job: &str, schedule: &str, command: &str) -> i64 {
+    require_cron(client, function, Some(command), job, schedule);
+    client
+        .update(CRON_SCHEDULE, None, &[job.into(), schedule.into(), command.into()])
+        .unwrap_or_else(|e| error!("runtime_sandbox: {function}: pg_cron refused the job: {e}"))
+        .first()
+        .get::<i64>(1)
+        .ok()
+        .flatten()
+        .expect("cron.schedule returns the job id")
+}
+
+fn unschedule_job(client: &mut SpiClient, function: &'static str, job: &str) -> bool {
+    require_cron(client, function, None, job, "");
+    client
+        .update(CRON_UNSCHEDULE, None, &[job.into()])
+        .unwrap_or_else(|e| error!("runtime_sandbox: {function}: {e}"))
+        .first()
+        .get::<bool>(1)
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
