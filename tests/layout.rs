@@ -109,10 +109,8 @@ fn named_modules(file: &str, module: &str, known: &BTreeSet<String>) -> BTreeSet
             paths.push(target.join("::"));
         }
     }
-    let aliases = [("crate::stock::jsonb_binary", "crate::jsonb")];
     paths
         .into_iter()
-        .map(|p| aliases.iter().fold(p, |p, (from, to)| if p.starts_with(from) { p.replacen(from, to, 1) } else { p }))
         .filter_map(|p| {
             let parts: Vec<&str> = p.split("::").collect();
             (1..=parts.len()).rev().map(|n| parts[..n].join("::")).find(|m| known.contains(m))

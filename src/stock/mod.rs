@@ -8,13 +8,6 @@ mod han;
 pub mod json;
 pub mod status;
 
-// moved to crate::jsonb; re-exported until reconcile imports it from there
-pub mod jsonb_binary {
-    pub use crate::jsonb::{Container, DecodeError, Item, Kind};
-    #[cfg(test)]
-    pub use crate::jsonb::encode::encode;
-}
-
 mod shell;
 
 use pgrx::prelude::*;
