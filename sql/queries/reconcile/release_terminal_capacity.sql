@@ -1,12 +1,15 @@
 -- Release the leases found terminal ($1: open Daytona leases whose cleanup,
 -- same sandbox, routing domain and run, is durably deleted; paired in Rust
 -- from the rows the run read), re-checking the rule on the current rows.
--- Idempotent: only unreleased leases are touched.
+-- Idempotent: only unreleased leases are touched. The leases are found by
+-- their key: `provider` is compared bytewise so that no planner, short of
+-- statistics, walks the open-leases index on (provider, sandbox_id) by its
+-- provider alone and filters every open lease by id.
 WITH released AS (
     UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
     SET released_at = clock_timestamp()
     WHERE lease.lease_id = ANY ($1::text[])
-      AND lease.provider = 'daytona'
+      AND lease.provider COLLATE "C" = 'daytona'
       AND lease.released_at IS NULL
       AND (SELECT true
            FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
