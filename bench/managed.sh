@@ -22,6 +22,8 @@
 # Usage: bench/managed.sh "<psql command>"   (KEEP_DB=1 keeps the last database, for profiling)
 set -euo pipefail
 PSQL=${1:?usage: bench/managed.sh "<psql command>"}
+# BENCH_QUICK=1: 100 and 1,000 companies, 20 calls (checks the wiring).
+if [ -n "${BENCH_QUICK:-}" ]; then SIZES=${SIZES:-100 1000} CALLS=${CALLS:-20}; fi
 read -r -a SIZES <<< "${SIZES:-1000 10000}"
 CALLS=${CALLS:-100}
 DB=runtime_sandbox_bench_managed

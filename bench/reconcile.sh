@@ -6,11 +6,21 @@
 # MIX=steady (default): a recurring run on a settled ledger (1% lost creates,
 # 2% unleased, 2% absent, 2% terminal, 10% deleting). MIX=migration: the first
 # run after rollout (5%, 10%, 10%, 5%, 10%): far more rows to write.
+# BENCH_QUICK=1: sizes 1k and 10k only (checks the wiring in a minute).
+# Prints BENCH lines (docs/benchmarks.md) for bench/table.sh:
+#   reconcile.<stats|nostats>.<n>.<dry|apply>  the unshaped ledger after / before ANALYZE
+#   reconcile.<stats|nostats>.growth.<dry|apply>  t(largest n) / t(a tenth of it)
+#   reconcile.steady.<n>.<dry|apply>, reconcile.steady.growth.<dry|apply>  the steady ledger (analyzed)
+#   reconcile.history.<apply|dry>  the steady ledger with 10x history / without
+# Targets (issue 11, issue 9): apply at 100k <= 5x join, dry at 100k <= 1.5x,
+# growth <= 11, history apply <= 1.3x; met is judged from the figure.
 set -euo pipefail
 PSQL=${1:?usage: bench/reconcile.sh "<psql command>" [n ...]}
 shift
 SIZES=("$@")
-[ ${#SIZES[@]} -gt 0 ] || SIZES=(1000 10000 100000)
+if [ ${#SIZES[@]} -eq 0 ]; then
+    if [ -n "${BENCH_QUICK:-}" ]; then SIZES=(1000 10000); else SIZES=(1000 10000 100000); fi
+fi
 DIR=$(cd "$(dirname "$0")" && pwd)/reconcile
 DB=runtime_sandbox_bench_reconcile
 case ${MIX:-steady} in
@@ -19,10 +29,39 @@ case ${MIX:-steady} in
   *) echo "MIX must be steady or migration" >&2; exit 2 ;;
 esac
 
+# BENCH lines for one ledger: bench_lines <prefix> <file of measure.sql rows
+# "n join dry apply ..."> [column 7 to keep]. Targets only at 100k (growth:
+# the largest size over a tenth of it, whatever the sizes).
+bench_lines() {
+    awk -v prefix="$1" -v keep="${3:-}" '
+    function label(n) { return (n % 1000 == 0) ? (n / 1000) "k" : n }
+    function line(name, value, unit, op, limit, detail,    ok) {
+        value = sprintf("%.2f", value)
+        if (op == "") { printf "BENCH|%s|%s|%s|-|-|%s\n", name, value, unit, detail; return }
+        ok = (op == "<=") ? (value + 0 <= limit) : (value + 0 >= limit)
+        printf "BENCH|%s|%s|%s|%s %s|%s|%s\n", name, value, unit, op, limit, (ok ? "met" : "missed"), detail
+    }
+    keep == "" || $7 == keep {
+        n = $1; join[n] = $2; dry[n] = $3; apply[n] = $4
+        if (n > largest) largest = n
+        big = (n == 100000)
+        line(prefix "." label(n) ".dry", $5, "x join", big ? "<=" : "", 1.5, sprintf("dry %.1f ms, join %.1f ms", $3, $2))
+        line(prefix "." label(n) ".apply", $6, "x join", big ? "<=" : "", 5, sprintf("apply %.1f ms, join %.1f ms", $4, $2))
+    }
+    END {
+        small = largest / 10
+        if (!(small in dry)) exit
+        line(prefix ".growth.dry", dry[largest] / dry[small], "x time for 10x sandboxes", "<=", 11,
+             sprintf("dry %.1f ms at %s, %.1f ms at %s", dry[largest], label(largest), dry[small], label(small)))
+        line(prefix ".growth.apply", apply[largest] / apply[small], "x time for 10x sandboxes", "<=", 11,
+             sprintf("apply %.1f ms at %s, %.1f ms at %s", apply[largest], label(largest), apply[small], label(small)))
+    }' "$2"
+}
+
 PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 $PSQL -q -v ON_ERROR_STOP=1 $DB -c "CREATE EXTENSION runtime_sandbox" >/dev/null
 
-echo "reconcile_daytona, ${MIX:-steady} mix: best of 3, milliseconds (targets: apply <= 10x join, dry <= 3x join, t(100k)/t(10k) <= 12)"
+echo "reconcile_daytona, ${MIX:-steady} mix: best of 3, milliseconds (targets at 100k: apply <= 5x join, dry <= 1.5x join; t(100k)/t(10k) <= 11)"
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT
 for n in "${SIZES[@]}"; do
@@ -33,6 +72,7 @@ done
 # Growth from 10k to 100k (apply and dry run), when both sizes ran.
 awk '$1 == 10000 {d10 = $3; a10 = $4} $1 == 100000 {d100 = $3; a100 = $4}
      END {if (a10 && a100) printf "t(100k)/t(10k): dry %.2f, apply %.2f\n", d100 / d10, a100 / a10}' "$RESULTS"
+bench_lines reconcile.steady "$RESULTS"
 
 # What one apply did at the largest size (the figures above were rolled back).
 $PSQL -q -v ON_ERROR_STOP=1 -x $DB -c "SELECT provider_sandbox_count, matched_live_sandboxes, live_leases_to_seed,
@@ -52,6 +92,14 @@ if [ "$HISTORY" -gt 0 ]; then
     $PSQL -q -v ON_ERROR_STOP=1 -v h=$((n * HISTORY)) $DB -f "$DIR/history.sql" >/dev/null
     with=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql")
     echo "$without" "$with" | awk -v h="$HISTORY" '{printf "history %sx at n=%s: apply %s ms vs %s ms without (%.2fx), dry %s vs %s (%.2fx); target apply <= 1.3x\n", h, $1, $10, $4, $10 / $4, $9, $3, $9 / $3}'
+    echo "$without" "$with" | awk -v h="$HISTORY" '{
+        n = ($1 % 1000 == 0) ? ($1 / 1000) "k" : $1
+        r = sprintf("%.2f", $10 / $4)
+        printf "BENCH|reconcile.history.apply|%s|x time without history|<= 1.3|%s|apply %.1f ms with %sx history, %.1f ms without, at %s\n",
+            r, (r + 0 <= 1.3 ? "met" : "missed"), $10, h, $4, n
+        printf "BENCH|reconcile.history.dry|%.2f|x time without history|-|-|dry %.1f ms with %sx history, %.1f ms without, at %s\n",
+            $9 / $3, $9, h, $3, n
+    }'
 fi
 
 # No statistics: a ledger not shaped for the code (bench/reconcile/unshaped.sql:
@@ -59,7 +107,7 @@ fi
 # inventory) measured right after loading, never analyzed and autovacuum off,
 # then again after ANALYZE. NOSTATS_SIZES="" skips it. Targets, both ways:
 # apply <= 5x join, dry <= 1.5x join, t(100k)/t(10k) <= 11.
-NOSTATS_SIZES=${NOSTATS_SIZES-10000 100000}
+NOSTATS_SIZES=${NOSTATS_SIZES-${SIZES[*]}}
 if [ -n "$NOSTATS_SIZES" ]; then
     echo "no statistics (unshaped ledger; targets: apply <= 5x join, dry <= 1.5x join, t(100k)/t(10k) <= 11)"
     NOSTATS=$(mktemp)
@@ -68,8 +116,7 @@ if [ -n "$NOSTATS_SIZES" ]; then
         $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" $DB -f "$DIR/unshaped.sql" >/dev/null
         for stats in none analyzed; do
             if [ "$stats" = analyzed ]; then
-                $PSQL -q -v ON_ERROR_STOP=1 $DB -c "ANALYZE bench.runs, bench.attempts, bench.runtime_sandbox_operations,
-                    bench.runtime_sandbox_capacity_leases, bench.sandbox_cleanup_jobs_v2, bench_inventory" >/dev/null
+                $PSQL -q -v ON_ERROR_STOP=1 $DB -c "ANALYZE" >/dev/null
             fi
             $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql" \
                 | sed "s/\$/ $stats/" | tee -a "$NOSTATS" \
@@ -78,4 +125,7 @@ if [ -n "$NOSTATS_SIZES" ]; then
     done
     awk '$1 == 10000 {d10[$7] = $3; a10[$7] = $4} $1 == 100000 {d100[$7] = $3; a100[$7] = $4}
          END {for (s in a10) if (a100[s]) printf "t(100k)/t(10k), %s: dry %.2f, apply %.2f\n", s, d100[s] / d10[s], a100[s] / a10[s]}' "$NOSTATS"
+    bench_lines reconcile.nostats "$NOSTATS" none
+    bench_lines reconcile.stats "$NOSTATS" analyzed
 fi
+[ -n "${KEEP_DB:-}" ] || $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null

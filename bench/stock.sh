@@ -13,7 +13,7 @@
 # Usage: bench/stock.sh "<psql command>" [docs]
 set -euo pipefail
 PSQL=${1:?usage: bench/stock.sh "<psql command>" [docs]}
-DOCS=${2:-100000}
+DOCS=${2:-$([ -n "${BENCH_QUICK:-}" ] && echo 10000 || echo 100000)}  # BENCH_QUICK=1: 10,000
 ROUNDS=${ROUNDS:-3}
 DB=runtime_sandbox_bench_stock
 

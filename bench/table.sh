@@ -15,11 +15,12 @@ EXPECTED=(
   managed.unchanged managed.updated managed.added managed.drift
   managed.growth.unchanged managed.growth.updated managed.growth.added managed.growth.drift
 )
-for stats in stats nostats; do
-  for n in 1k 10k 100k; do EXPECTED+=("reconcile.$stats.$n.dry" "reconcile.$stats.$n.apply"); done
-  EXPECTED+=("reconcile.$stats.growth.dry" "reconcile.$stats.growth.apply")
+for ledger in stats nostats steady; do
+  for n in 1k 10k 100k; do EXPECTED+=("reconcile.$ledger.$n.dry" "reconcile.$ledger.$n.apply"); done
+  EXPECTED+=("reconcile.$ledger.growth.dry" "reconcile.$ledger.growth.apply")
 done
-for shape in regular messy; do
+EXPECTED+=(reconcile.history.apply reconcile.history.dry)
+for shape in clean messy; do
   EXPECTED+=("backfill.$shape.b1000" "backfill.$shape.b1000.pages" "backfill.$shape.b*")
 done
 
