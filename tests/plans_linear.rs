@@ -1,0 +1,145 @@
+//! Every statement of a reconcile stays linear on a ledger that has never been
+//! analyzed (right after a bulk load), counted in rows, not seconds.
+//!
+//! The ledger is the benchmark's unshaped one (bench/reconcile/unshaped.sql:
+//! md5 ids, history, repeated identities, autovacuum off) at n and 4n
+//! sandboxes. auto_explain hands back the plan of every statement the call
+//! runs, with its actual rows; a statement's work is the rows its scans read
+//! (returned or filtered out) and its joins rejected, times their loops. That counts what the
+//! tables' own row counters miss: a nested loop that rescans a CTE (rows no
+//! table hands out) once per row of an index walk, as the marking of absent
+//! rows once did (8,696 x 223 rows at 10k sandboxes). At 4n every statement
+//! must do about 4x the work, not 16x, and none more than 10 rows per sandbox.
+//!
+//! `RUNTIME_SANDBOX_PLAN_WORK=1` prints every statement's work at both sizes.
+
+mod common;
+
+use postgres::{Client, Config, NoTls};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+const UNSHAPED: &str = include_str!("../bench/reconcile/unshaped.sql");
+
+/// A connection whose notices (auto_explain's plans) land in `notices`.
+fn explaining_client(db: &str, notices: Arc<Mutex<Vec<String>>>) -> Client {
+    common::ensure_cluster();
+    let mut config: Config = format!("host=127.0.0.1 port={} user=postgres dbname={db}", common::port()).parse().unwrap();
+    config.notice_callback(move |notice| notices.lock().unwrap().push(notice.message().to_string()));
+    config.connect(NoTls).unwrap()
+}
+
+/// Rows a plan's scans read (returned or filtered out) and its joins
+/// rejected, over all loops. Scans, not every node: a Hash or a Sort repeats
+/// its child's rows, and a plan that moves from an index scan to a bitmap
+/// scan between sizes would otherwise count its rows twice.
+fn work(node: &Value) -> f64 {
+    const SCANS: &[&str] = &[
+        "Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan", "CTE Scan", "Function Scan",
+        "Values Scan", "Tid Scan", "Tid Range Scan", "WorkTable Scan", "Sample Scan", "Named Tuplestore Scan",
+    ];
+    let number = |key: &str| node.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+    let scan = SCANS.contains(&node["Node Type"].as_str().unwrap_or_default());
+    let read = if scan {
+        number("Actual Rows") + number("Rows Removed by Filter") + number("Rows Removed by Index Recheck")
+    } else {
+        0.0
+    };
+    let own = (read + number("Rows Removed by Join Filter")) * number("Actual Loops");
+    let children: f64 = node.get("Plans").and_then(Value::as_array).map_or(0.0, |plans| plans.iter().map(work).sum());
+    own + children
+}
+
+/// The work of every statement one reconcile call ran, by the statement's
+/// first line (its file's opening comment), summed over repeated statements.
+fn statement_work(n: u64, dry_run: bool) -> BTreeMap<String, f64> {
+    let db = common::fresh_database(&format!("plans_linear_{n}_{dry_run}"));
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let mut c = explaining_client(&db, notices.clone());
+    c.batch_execute(&UNSHAPED.replace(" :n", &format!(" {n}"))).unwrap();
+    let unanalyzed: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_stat_user_tables
+             WHERE schemaname = 'bench' AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(unanalyzed, 0, "the ledger must not have statistics");
+    c.batch_execute(
+        "LOAD 'auto_explain';
+         SET auto_explain.log_min_duration = 0;
+         SET auto_explain.log_analyze = on;
+         SET auto_explain.log_timing = off;
+         SET auto_explain.log_nested_statements = on;
+         SET auto_explain.log_format = json;
+         SET auto_explain.log_level = notice;
+         SET client_min_messages = notice; -- unshaped.sql quiets the session",
+    )
+    .unwrap();
+    notices.lock().unwrap().clear();
+    let mut tx = c.transaction().unwrap();
+    let status: String = tx
+        .query_one(
+            "SELECT status FROM bench_inventory,
+                    runtime_sandbox.reconcile_daytona(inventory, now(), $1, ledger_schema => 'bench')",
+            &[&dry_run],
+        )
+        .unwrap()
+        .get(0);
+    tx.rollback().unwrap();
+    assert_eq!(status, if dry_run { "planned" } else { "applied" });
+
+    let mut by_statement = BTreeMap::new();
+    for notice in notices.lock().unwrap().iter() {
+        let Some(start) = notice.find('{') else { continue };
+        let plan: Value = serde_json::from_str(&notice[start..]).unwrap_or_else(|e| panic!("{e}: {notice}"));
+        let text = plan["Query Text"].as_str().unwrap_or_default();
+        if text.contains("reconcile_daytona(") {
+            continue; // the call itself: its plan is one function scan
+        }
+        let name = text.lines().next().unwrap_or_default().trim().to_string();
+        *by_statement.entry(name).or_insert(0.0) += work(&plan["Plan"]);
+    }
+    assert!(by_statement.len() > 5, "auto_explain reported too few statements: {by_statement:?}");
+    by_statement
+}
+
+fn assert_linear(dry_run: bool) {
+    // Sizes with more than 64 lost creates (1 % of the fleet): up to 64,
+    // recovery is one statement in the application's shape, whose CTE joins
+    // are quadratic in the items it recovers and bounded by that cap.
+    let (n, big) = (8000, 32000);
+    let small = statement_work(n, dry_run);
+    let large = statement_work(big, dry_run);
+    let mut report = Vec::new();
+    let mut quadratic = Vec::new();
+    for (statement, &rows) in &large {
+        let before = small.get(statement).copied().unwrap_or(0.0);
+        let growth = rows / before.max(1.0);
+        report.push(format!("{growth:5.1}x  {before:>9.0} -> {rows:>9.0}  {statement}"));
+        // Statements that touch a handful of rows at either size say nothing
+        // of growth; none may read more than a few rows per sandbox (a
+        // quadratic plan capped by batch_size can grow less than 6x between
+        // the sizes, yet reads hundreds of rows per sandbox at both).
+        let per_sandbox = (before / n as f64).max(rows / big as f64);
+        if (rows > 2_000.0 && growth > 6.0) || per_sandbox > 10.0 {
+            quadratic.push(format!("{statement} ({growth:.1}x, {per_sandbox:.1} rows per sandbox)"));
+        }
+    }
+    if std::env::var_os("RUNTIME_SANDBOX_PLAN_WORK").is_some() {
+        println!("work of each statement, {n} -> {big} sandboxes (dry run: {dry_run}):\n{}", report.join("\n"));
+    }
+    assert!(quadratic.is_empty(), "4x the sandboxes, more than 6x the rows, or more than 10 rows per sandbox, in {quadratic:?}:\n{}", report.join("\n"));
+}
+
+#[test]
+fn apply_statements_stay_linear_without_statistics() {
+    assert_linear(false);
+}
+
+#[test]
+fn dry_run_statements_stay_linear_without_statistics() {
+    assert_linear(true);
+}
