@@ -10,8 +10,9 @@
 //! `RUNTIME_SANDBOX_BAD_CALLS_OBSERVE=1 cargo test --test bad_calls -- --nocapture`
 //! prints what each call raises now, in the tables' syntax.
 //!
-//! `BUGS` are calls that break the rule today; `bad_calls_known_bugs_follow_the_rule`
-//! (ignored) asserts the rule for them. Whoever fixes one moves it to `BAD` with
+//! `BUGS` are calls that break the rule today (none at present);
+//! `bad_calls_known_bugs_follow_the_rule` asserts the rule for them, so a call
+//! added there fails until it is fixed. Whoever fixes one moves it to `BAD` with
 //! the message it raises then.
 
 mod common;
