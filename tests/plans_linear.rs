@@ -1,7 +1,9 @@
 //! Every statement of a reconcile stays linear on a ledger that has never been
 //! analyzed (right after a bulk load), counted in rows, not seconds.
 //!
-//! The ledger is the benchmark's unshaped one (bench/reconcile/unshaped.sql:
+//! The calls: reconcile_daytona (apply and dry run), and the scheduled path
+//! (record_inventory_snapshot, then reconcile_daytona_latest confirming
+//! absence over three snapshots). The ledger is the benchmark's unshaped one (bench/reconcile/unshaped.sql:
 //! md5 ids, history, repeated identities, autovacuum off) at n and 4n
 //! sandboxes. auto_explain hands back the plan of every statement the call
 //! runs, with its actual rows; a statement's work is the rows its scans read
@@ -51,10 +53,27 @@ fn work(node: &Value) -> f64 {
     own + children
 }
 
-/// The work of every statement one reconcile call ran, by the statement's
-/// first line (its file's opening comment), summed over repeated statements.
-fn statement_work(n: u64, dry_run: bool) -> BTreeMap<String, f64> {
-    let db = common::fresh_database(&format!("plans_linear_{n}_{dry_run}"));
+/// What is measured: one call of reconcile_daytona, or a snapshot recorded
+/// and reconciled by the scheduled path (two older snapshots recorded
+/// before, unmeasured, so that absence needs three listings).
+#[derive(Clone, Copy, Debug)]
+enum Call {
+    Reconcile { dry_run: bool },
+    Latest,
+}
+
+const SNAPSHOT: &str = "SELECT runtime_sandbox.record_inventory_snapshot('daytona', inventory, now() - $1::text::interval,
+                                                                        ledger_schema => 'bench')
+                        FROM bench_inventory";
+
+/// The work of every statement the call ran, by the statement's first line
+/// (its file's opening comment), summed over repeated statements.
+fn statement_work(n: u64, call: Call) -> BTreeMap<String, f64> {
+    let name = match call {
+        Call::Reconcile { dry_run } => format!("plans_linear_{n}_{dry_run}"),
+        Call::Latest => format!("plans_linear_{n}_latest"),
+    };
+    let db = common::fresh_database(&name);
     let notices = Arc::new(Mutex::new(Vec::new()));
     let mut c = explaining_client(&db, notices.clone());
     c.batch_execute(&UNSHAPED.replace(" :n", &format!(" {n}"))).unwrap();
@@ -78,25 +97,44 @@ fn statement_work(n: u64, dry_run: bool) -> BTreeMap<String, f64> {
          SET client_min_messages = notice; -- unshaped.sql quiets the session",
     )
     .unwrap();
+    if let Call::Latest = call {
+        for age in ["2 minutes", "1 minute"] {
+            c.execute(SNAPSHOT, &[&age]).unwrap();
+        }
+    }
     notices.lock().unwrap().clear();
     let mut tx = c.transaction().unwrap();
-    let status: String = tx
-        .query_one(
-            "SELECT status FROM bench_inventory,
-                    runtime_sandbox.reconcile_daytona(inventory, now(), $1, ledger_schema => 'bench')",
-            &[&dry_run],
-        )
-        .unwrap()
-        .get(0);
+    let (status, expected) = match call {
+        Call::Reconcile { dry_run } => (
+            tx.query_one(
+                "SELECT status FROM bench_inventory,
+                        runtime_sandbox.reconcile_daytona(inventory, now(), $1, ledger_schema => 'bench')",
+                &[&dry_run],
+            ),
+            if dry_run { "planned" } else { "applied" },
+        ),
+        Call::Latest => {
+            tx.execute(SNAPSHOT, &[&"0 seconds"]).unwrap();
+            (
+                tx.query_one(
+                    "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(false, absent_confirmations => 3,
+                                                                                ledger_schema => 'bench')",
+                    &[],
+                ),
+                "applied",
+            )
+        }
+    };
+    let status: String = status.unwrap().get(0);
     tx.rollback().unwrap();
-    assert_eq!(status, if dry_run { "planned" } else { "applied" });
+    assert_eq!(status, expected);
 
     let mut by_statement = BTreeMap::new();
     for notice in notices.lock().unwrap().iter() {
         let Some(start) = notice.find('{') else { continue };
         let plan: Value = serde_json::from_str(&notice[start..]).unwrap_or_else(|e| panic!("{e}: {notice}"));
         let text = plan["Query Text"].as_str().unwrap_or_default();
-        if text.contains("reconcile_daytona(") {
+        if text.contains("runtime_sandbox.") {
             continue; // the call itself: its plan is one function scan
         }
         let name = text.lines().next().unwrap_or_default().trim().to_string();
@@ -106,13 +144,13 @@ fn statement_work(n: u64, dry_run: bool) -> BTreeMap<String, f64> {
     by_statement
 }
 
-fn assert_linear(dry_run: bool) {
+fn assert_linear(call: Call) {
     // Sizes with more than 64 lost creates (1 % of the fleet): up to 64,
     // recovery is one statement in the application's shape, whose CTE joins
     // are quadratic in the items it recovers and bounded by that cap.
     let (n, big) = (8000, 32000);
-    let small = statement_work(n, dry_run);
-    let large = statement_work(big, dry_run);
+    let small = statement_work(n, call);
+    let large = statement_work(big, call);
     let mut report = Vec::new();
     let mut quadratic = Vec::new();
     for (statement, &rows) in &large {
@@ -129,17 +167,24 @@ fn assert_linear(dry_run: bool) {
         }
     }
     if std::env::var_os("RUNTIME_SANDBOX_PLAN_WORK").is_some() {
-        println!("work of each statement, {n} -> {big} sandboxes (dry run: {dry_run}):\n{}", report.join("\n"));
+        println!("work of each statement, {n} -> {big} sandboxes ({call:?}):\n{}", report.join("\n"));
     }
     assert!(quadratic.is_empty(), "4x the sandboxes, more than 6x the rows, or more than 10 rows per sandbox, in {quadratic:?}:\n{}", report.join("\n"));
 }
 
 #[test]
 fn apply_statements_stay_linear_without_statistics() {
-    assert_linear(false);
+    assert_linear(Call::Reconcile { dry_run: false });
 }
 
 #[test]
 fn dry_run_statements_stay_linear_without_statistics() {
-    assert_linear(true);
+    assert_linear(Call::Reconcile { dry_run: true });
+}
+
+#[test]
+fn scheduled_path_statements_stay_linear_without_statistics() {
+    // record_inventory_snapshot, then reconcile_daytona_latest confirming
+    // absence over three snapshots of the fleet.
+    assert_linear(Call::Latest);
 }
