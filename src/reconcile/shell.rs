@@ -32,8 +32,6 @@ const OPERATIONS_REACH: &str = include_str!("../../sql/queries/reconcile/operati
 /// whether older snapshots must confirm the absence.
 const ABSENT_PROBED: &str = include_str!("../../sql/queries/reconcile/absent_probed.sql");
 const ABSENT_SCANNED: &str = include_str!("../../sql/queries/reconcile/absent_scanned.sql");
-const ABSENT_PROBED_CONFIRMED: &str = include_str!("../../sql/queries/reconcile/absent_probed_confirmed.sql");
-const ABSENT_SCANNED_CONFIRMED: &str = include_str!("../../sql/queries/reconcile/absent_scanned_confirmed.sql");
 const SEED_CAPACITY: &str = include_str!("../../sql/queries/reconcile/seed_capacity.sql");
 const MARK_ABSENT: &str = include_str!("../../sql/queries/reconcile/mark_absent.sql");
 const RECORD_RUN: &str = include_str!("../../sql/queries/reconcile/record_run.sql");
@@ -505,21 +503,16 @@ fn find_absent<'conn>(
         let (table, _) = execute(client, &ledger.sql(OPERATIONS_REACH), &[(cap + 1).into()]);
         count(&table.first(), 1) <= cap
     };
-    let sql = match (scan, listing.confirming.is_empty()) {
-        (false, true) => ABSENT_PROBED,
-        (true, true) => ABSENT_SCANNED,
-        (false, false) => ABSENT_PROBED_CONFIRMED,
-        (true, false) => ABSENT_SCANNED_CONFIRMED,
-    };
-    let mut params: Vec<DatumWithOid> = vec![
+    let sql = if scan { ABSENT_SCANNED } else { ABSENT_PROBED };
+    let params: Vec<DatumWithOid> = vec![
         lone.to_vec().into(),
         absent_before.into(),
         options.minimum_age.into(),
         (options.batch_size as i64 + 1).into(),
+        // The older snapshots that must confirm the absence (none outside
+        // reconcile_daytona_latest).
+        listing.confirming.clone().into(),
     ];
-    if !listing.confirming.is_empty() {
-        params.push(listing.confirming.clone().into());
-    }
     let (table, _) = execute(client, &ledger.sql(sql), &params);
     (table, elapsed_ms(started))
 }

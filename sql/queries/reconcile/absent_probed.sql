@@ -11,6 +11,11 @@
 -- Few keys: one primary-key probe each (LIMIT keeps the subquery from being
 -- flattened into a join the planner would answer with a scan of the whole
 -- table; the key is unique anyway).
+-- $5: the older snapshots reconcile_daytona_latest confirms absence with (no
+-- snapshot among them may list the sandbox either: Daytona's list is
+-- eventually consistent, one missing listing is not proof); empty for
+-- reconcile_daytona, and then the check is planned away (the parameter is a
+-- constant to the planner).
 WITH candidates AS MATERIALIZED (
     SELECT operation.sandbox_id, operation.run_id, operation.attempt, operation.environment,
            operation.routing_domain, operation.provider_created_at, operation.operation_key
@@ -31,6 +36,12 @@ WITH candidates AS MATERIALIZED (
            LIMIT 1) IS NULL
       AND operation.provider_created_at <= $2
       AND operation.provider_created_at <= clock_timestamp() - $3
+      AND (cardinality($5::bigint[]) = 0
+           OR (SELECT 1 FROM @ledger@.provider_inventory_items AS listed
+               WHERE listed.snapshot_id = ANY ($5::bigint[])
+                 AND listed.sandbox_id = operation.sandbox_id
+                 AND listed.routing_domain IS NOT DISTINCT FROM operation.routing_domain
+               LIMIT 1) IS NULL)
 ), batch AS (
     SELECT * FROM candidates
     ORDER BY provider_created_at, operation_key

@@ -10,6 +10,11 @@
 -- subqueries are never made joins).
 -- Many keys: one pass over the table, each row's key looked up in the hashed
 -- array.
+-- $5: the older snapshots reconcile_daytona_latest confirms absence with (no
+-- snapshot among them may list the sandbox either: Daytona's list is
+-- eventually consistent, one missing listing is not proof); empty for
+-- reconcile_daytona, and then the check is planned away (the parameter is a
+-- constant to the planner).
 WITH candidates AS MATERIALIZED (
     SELECT operation.sandbox_id, operation.run_id, operation.attempt, operation.environment,
            operation.routing_domain, operation.provider_created_at, operation.operation_key
@@ -25,6 +30,12 @@ WITH candidates AS MATERIALIZED (
            LIMIT 1) IS NULL
       AND operation.provider_created_at <= $2
       AND operation.provider_created_at <= clock_timestamp() - $3
+      AND (cardinality($5::bigint[]) = 0
+           OR (SELECT 1 FROM @ledger@.provider_inventory_items AS listed
+               WHERE listed.snapshot_id = ANY ($5::bigint[])
+                 AND listed.sandbox_id = operation.sandbox_id
+                 AND listed.routing_domain IS NOT DISTINCT FROM operation.routing_domain
+               LIMIT 1) IS NULL)
 ), batch AS (
     SELECT * FROM candidates
     ORDER BY provider_created_at, operation_key
