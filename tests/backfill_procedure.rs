@@ -4,50 +4,20 @@
 
 mod common;
 
-use common::{backfill_operations as operations, backfill_phase as phase, count};
-use postgres::{Client, Config, NoTls};
+use common::{backfill_operations as operations, backfill_phase as phase, connect_with_notices, count};
+use postgres::Client;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 const CALL: &str = "CALL runtime_sandbox.run_sandbox_operation_backfill";
 
-/// A connection that collects the NOTICEs it receives.
-fn connect_with_notices(db: &str) -> (Client, Arc<Mutex<Vec<String>>>) {
-    common::ensure_cluster();
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&notices);
-    let client = Config::new()
-        .host("127.0.0.1")
-        .port(common::port())
-        .user("postgres")
-        .dbname(db)
-        .notice_callback(move |n| sink.lock().unwrap().push(n.message().to_string()))
-        .connect(NoTls)
-        .unwrap_or_else(|e| panic!("connect to {db}: {e}"));
-    (client, notices)
-}
-
 /// A ledger with `runs` runs of two attempts each, 1–3 sandbox resources per
 /// attempt, ties on updated_at, and sandbox ids that repeat across attempts.
 fn seeded(db: &str, runs: i32) -> String {
     let db = common::fresh_database(db);
     let mut c = common::connect(&db);
-    c.batch_execute(&format!(
-        "SELECT runtime_sandbox.install_ledger();
-         INSERT INTO runtime_scheduler.runs (run_id, org_id)
-         SELECT 'run-' || g, 'org-' || (g % 5) FROM generate_series(1, {runs}) g;
-         INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
-         SELECT 'run-' || g, a, '2026-01-01'::timestamptz + (g / 4) * interval '1.000001 second',
-                (SELECT jsonb_agg(jsonb_build_object(
-                     'kind', CASE WHEN i % 2 = 0 THEN 'modal_sandbox' ELSE 'daytona_sandbox' END,
-                     'sandboxId', 'sb-' || ((g * 3 + i + a) % ({runs} * 2)),
-                     'modalAppId', 'app-' || (g % 3),
-                     'daytonaOrganizationId', 'dorg-' || (g % 2)))
-                 FROM generate_series(1, 1 + (g + a) % 3) i)
-         FROM generate_series(1, {runs}) g, generate_series(1, 2) a;"
-    ))
-    .unwrap();
+    c.batch_execute(&common::backfill_attempts_sql(runs, 4)).unwrap();
     db
 }
 

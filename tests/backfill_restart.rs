@@ -25,22 +25,12 @@ fn seeded(name: &str, runs: i32) -> String {
     let db = common::fresh_database(name);
     common::connect(&db)
         .batch_execute(&format!(
-            "SELECT runtime_sandbox.install_ledger();
-             INSERT INTO runtime_scheduler.runs (run_id, org_id)
-             SELECT 'run-' || g, 'org-' || (g % 5) FROM generate_series(1, {runs}) g;
-             INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
-             SELECT 'run-' || g, a, '2026-01-01'::timestamptz + (g / 3) * interval '1.000001 second',
-                    (SELECT jsonb_agg(jsonb_build_object(
-                         'kind', CASE WHEN i % 2 = 0 THEN 'modal_sandbox' ELSE 'daytona_sandbox' END,
-                         'sandboxId', 'sb-' || ((g * 3 + i + a) % ({runs} * 2)),
-                         'modalAppId', 'app-' || (g % 3),
-                         'daytonaOrganizationId', 'dorg-' || (g % 2)))
-                     FROM generate_series(1, 1 + (g + a) % 3) i)
-             FROM generate_series(1, {runs}) g, generate_series(1, 2) a;
+            "{}
              INSERT INTO runtime_scheduler.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, sandbox_id, routing_domain, state)
              SELECT 'app:' || g, 'modal', 'app-run', 1, 'org', 'sb-' || (g * 37 % ({runs} * 2)), 'app-' || (g % 3), 'live'
              FROM generate_series(1, {runs} / 20) g
-             ON CONFLICT DO NOTHING;"
+             ON CONFLICT DO NOTHING;",
+            common::backfill_attempts_sql(runs, 3)
         ))
         .unwrap();
     db

@@ -17,20 +17,10 @@
 
 mod common;
 
-use postgres::{Client, Config, NoTls};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 const UNSHAPED: &str = include_str!("../bench/reconcile/unshaped.sql");
-
-/// A connection whose notices (auto_explain's plans) land in `notices`.
-fn explaining_client(db: &str, notices: Arc<Mutex<Vec<String>>>) -> Client {
-    common::ensure_cluster();
-    let mut config: Config = format!("host=127.0.0.1 port={} user=postgres dbname={db}", common::port()).parse().unwrap();
-    config.notice_callback(move |notice| notices.lock().unwrap().push(notice.message().to_string()));
-    config.connect(NoTls).unwrap()
-}
 
 /// Rows a plan's scans read (returned or filtered out) and its joins
 /// rejected, over all loops. Scans, not every node: a Hash or a Sort repeats
@@ -74,8 +64,7 @@ fn statement_work(n: u64, call: Call) -> BTreeMap<String, f64> {
         Call::Latest => format!("plans_linear_{n}_latest"),
     };
     let db = common::fresh_database(&name);
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let mut c = explaining_client(&db, notices.clone());
+    let (mut c, notices) = common::connect_with_notices(&db);
     c.batch_execute(&UNSHAPED.replace(" :n", &format!(" {n}"))).unwrap();
     let unanalyzed: i64 = c
         .query_one(

@@ -3,7 +3,8 @@
 //! `make test-integration` installs the extension and restarts the cluster first.
 #![allow(dead_code)]
 
-use postgres::{Client, NoTls};
+use postgres::{Client, Config, NoTls};
+use std::sync::{Arc, Mutex};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Once;
@@ -34,6 +35,23 @@ pub fn connect(db: &str) -> Client {
     ensure_cluster();
     Client::connect(&format!("host=127.0.0.1 port={} user=postgres dbname={db}", port()), NoTls)
         .unwrap_or_else(|e| panic!("connect to {db}: {e}"))
+}
+
+/// A connection that collects the NOTICEs it receives (progress lines,
+/// auto_explain's plans).
+pub fn connect_with_notices(db: &str) -> (Client, Arc<Mutex<Vec<String>>>) {
+    ensure_cluster();
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&notices);
+    let client = Config::new()
+        .host("127.0.0.1")
+        .port(port())
+        .user("postgres")
+        .dbname(db)
+        .notice_callback(move |n| sink.lock().unwrap().push(n.message().to_string()))
+        .connect(NoTls)
+        .unwrap_or_else(|e| panic!("connect to {db}: {e}"));
+    (client, notices)
 }
 
 /// A new, empty database named `name` with `CREATE EXTENSION runtime_sandbox`.
@@ -196,6 +214,27 @@ pub fn sandbox_ledger_sql(n: u64) -> String {
          SELECT 'daytona', sandbox_id, run_id, attempt, routing_domain, 'deleted', now() - interval '1 hour'
          FROM runtime_scheduler.runtime_sandbox_operations WHERE state = 'deleting';
          ANALYZE;"
+    )
+}
+
+/// The backfill's input in the default ledger: `runs` runs of two attempts
+/// each, 1-3 sandbox resources per attempt (Modal and Daytona), sandbox ids
+/// repeating across attempts, and ties on updated_at (`per_second` attempts
+/// share each timestamp).
+pub fn backfill_attempts_sql(runs: i32, per_second: i32) -> String {
+    format!(
+        "SELECT runtime_sandbox.install_ledger();
+         INSERT INTO runtime_scheduler.runs (run_id, org_id)
+         SELECT 'run-' || g, 'org-' || (g % 5) FROM generate_series(1, {runs}) g;
+         INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'run-' || g, a, '2026-01-01'::timestamptz + (g / {per_second}) * interval '1.000001 second',
+                (SELECT jsonb_agg(jsonb_build_object(
+                     'kind', CASE WHEN i % 2 = 0 THEN 'modal_sandbox' ELSE 'daytona_sandbox' END,
+                     'sandboxId', 'sb-' || ((g * 3 + i + a) % ({runs} * 2)),
+                     'modalAppId', 'app-' || (g % 3),
+                     'daytonaOrganizationId', 'dorg-' || (g % 2)))
+                 FROM generate_series(1, 1 + (g + a) % 3) i)
+         FROM generate_series(1, {runs}) g, generate_series(1, 2) a;"
     )
 }
 
