@@ -191,7 +191,12 @@ pub(crate) fn execute<'conn>(
 
 /// Set `jit` for this transaction; returns the value it replaces.
 pub(crate) fn jit(client: &mut SpiClient, value: &str) -> String {
-    let (table, _) = execute(client, SETTINGS, &[value.into()]);
+    setting(client, "jit", value)
+}
+
+/// Set a planner setting for this transaction; returns the value it replaces.
+fn setting(client: &mut SpiClient, name: &str, value: &str) -> String {
+    let (table, _) = execute(client, SETTINGS, &[name.into(), value.into()]);
     table.first().get::<String>(1).ok().flatten().unwrap_or_else(|| "on".into())
 }
 
@@ -253,7 +258,11 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
 
     // Match: the current operations in one read, paired with the inventory in Rust.
     let started = Instant::now();
+    // Read through a bitmap of the current-operations index, in heap order
+    // (settings.sql says why).
+    let index_scans = setting(client, "enable_indexscan", "off");
     let (table, _) = execute(client, &ledger.sql(OPERATIONS), &[]);
+    setting(client, "enable_indexscan", &index_scans);
     let table = table.first();
     let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
     let (keys, sandbox_ids, routing_domains) = (column(1), column(2), column(3));
