@@ -825,7 +825,10 @@ impl<'t> Capacity<'t> {
             lease_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
         }
         if !leases_whole {
+            // One plain index probe per sandbox, not a bitmap each (settings.sql).
+            let bitmaps = setting(client, "enable_bitmapscan", "off");
             lease_reads.push(Columns::read(client, &ledger.sql(RELEASED_LEASE_IDENTITIES), &[matched.to_vec().into()]));
+            setting(client, "enable_bitmapscan", &bitmaps);
         }
 
         // Deleted cleanups: as the first pass read them (recovery only adds
