@@ -1,14 +1,16 @@
 //! Reconciliation of a provider inventory (Daytona) against the sandbox ledger.
 //!
-//! `inventory`, `pairing` and `summary` are the pure core (parsing and
-//! normalization, reading the inventory with `crate::jsonb`; ownership by
+//! `inventory`, `pairing`, `reach` and `summary` are the pure core (parsing
+//! and normalization, reading the inventory with `crate::jsonb`; ownership by
 //! label, the match, the lone live operations and the capacity inspection over
-//! rows read from the ledger; the argument rules and the result shape);
+//! rows read from the ledger; which tables are read whole or probed, from
+//! their sizes; the argument rules and the result shape);
 //! `shell` is the thin SPI shell that reads the ledger and runs the phase
 //! statements in `sql/queries/reconcile/`.
 
 pub mod inventory;
 pub mod pairing;
+pub mod reach;
 pub mod summary;
 
 pub(crate) mod shell;

@@ -7,6 +7,7 @@
 
 use super::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
 use super::pairing::{self, Deleted, Lease};
+use super::reach::{self, DeletedReach};
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
 use crate::fast_hash::FastSet;
@@ -372,17 +373,12 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     summary
 }
 
-/// Up to this many owned items recover in one statement shaped as the
-/// application's (its cleanup rows come out in the application's order, which
-/// the parity harness compares by id); more in four statements, linear.
-const RECOVER_IN_ONE_STATEMENT: usize = 64;
-
 /// Recover reserved creates by their unique label (`candidates`: the owned
 /// items). Returns the leases bound: one per recovered create (a create whose
 /// attempt row is missing is promoted but not bound nor counted, as in the
 /// application).
 fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns) -> Vec<String> {
-    if candidates.sandbox_ids.len() <= RECOVER_IN_ONE_STATEMENT {
+    if candidates.sandbox_ids.len() <= reach::RECOVER_IN_ONE_STATEMENT {
         let (table, _) = execute(
             client,
             &ledger.sql(RECOVER_RESERVED),
@@ -504,14 +500,11 @@ fn find_absent<'conn>(
     current: usize,
 ) -> (SpiTupleTable<'conn>, f64) {
     let started = Instant::now();
-    // Few lone keys (the usual case): probe each by primary key; many (an
-    // inventory that lists little): one pass, if the table (history
-    // included) is not much larger than they are.
-    let scan = lone.len() * 16 > current && {
-        let cap = 4 * lone.len() as i64;
+    // Probe each lone key, or scan once when they are many (reach.rs).
+    let scan = reach::absent_scan_cap(lone.len(), current).is_some_and(|cap| {
         let (table, _) = execute(client, &ledger.sql(OPERATIONS_REACH), &[(cap + 1).into()]);
         count(&table.first(), 1) <= cap
-    };
+    });
     let sql = if scan { ABSENT_SCANNED } else { ABSENT_PROBED };
     let params: Vec<DatumWithOid> = vec![
         lone.to_vec().into(),
@@ -634,6 +627,7 @@ pub(crate) fn result_row(summary: &Summary) -> PgHeapTuple<'static, AllocatedByR
 // sandboxes. Everything read at the first pass is reused by the inspection.
 // Either way a run's reads stay proportional to the listing, not to the
 // ledger's age, and no statement's plan can turn one probe into a scan.
+// The thresholds are reach::capacity_reach.
 
 const SIZES: &str = include_str!("../../sql/queries/reconcile/capacity_sizes.sql");
 const RELEASE_FROM_CLEANUPS: &str = include_str!("../../sql/queries/reconcile/release_from_cleanups.sql");
@@ -677,17 +671,9 @@ fn run_count(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> i64 
     table.first().get::<i64>(1).ok().flatten().unwrap_or(0)
 }
 
-/// How the deleted cleanups are read (see the Capacity comment above).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DeletedReach {
-    Few,
-    Whole,
-    Probed,
-}
-
 pub(crate) struct Capacity<'t> {
-    /// The listing's size (at least 1,000): the fleet a run looks at.
-    listed: i64,
+    /// The listing's size: the fleet a run looks at.
+    listed: usize,
     /// (the lease table is read whole, how deleted cleanups are read), decided on first use.
     reach: Option<(bool, DeletedReach)>,
     /// The open leases (lease id, sandbox, routing domain, run), when the
@@ -705,7 +691,7 @@ pub(crate) struct Capacity<'t> {
 impl<'t> Capacity<'t> {
     pub fn new(listed: usize) -> Self {
         Capacity {
-            listed: listed.max(1000) as i64,
+            listed,
             reach: None,
             open: None,
             deleted: Vec::new(),
@@ -714,25 +700,14 @@ impl<'t> Capacity<'t> {
         }
     }
 
-    /// Where reading a table whole costs about what probing it would (a
-    /// probe costs two to three scanned rows here; probing the leases also
-    /// reads the open ones): leases up to 3x the listing, deleted cleanups
-    /// up to 2x are read whole. Deleted cleanups drive the first pass only
-    /// while there are fewer of them than a quarter of the listing.
+    /// Whether the lease table is read whole and how deleted cleanups are
+    /// read, from the tables' estimated sizes (reach::capacity_reach).
     fn reach(&mut self, client: &mut SpiClient, ledger: &Ledger) -> (bool, DeletedReach) {
         if self.reach.is_none() {
             let (table, _) = execute(client, &ledger.sql(SIZES), &[]);
             let table = table.first();
             let rows = |c: usize| table.get::<i64>(c).ok().flatten().unwrap_or(i64::MAX);
-            let (leases, deleted) = (rows(1), rows(2));
-            let deleted = if deleted <= self.listed / 4 {
-                DeletedReach::Few
-            } else if deleted <= 2 * self.listed {
-                DeletedReach::Whole
-            } else {
-                DeletedReach::Probed
-            };
-            self.reach = Some((leases <= 3 * self.listed, deleted));
+            self.reach = Some(reach::capacity_reach(self.listed, rows(1), rows(2)));
         }
         self.reach.expect("decided above")
     }
