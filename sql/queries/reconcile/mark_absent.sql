@@ -20,8 +20,9 @@
 -- before the update, so the only wait (on a transaction writing a candidate's
 -- row, to know whether the insert conflicts) comes before any row is locked.
 --
--- Every table is reached from the candidates by a probe (a LATERAL keyed on a
--- unique index, OFFSET 0 so it stays a probe), and the rows to update are
+-- Every table is reached from the candidates by a probe (a LATERAL keyed on
+-- the row's identity: the unique identity key of cleanups and operations, the
+-- open-leases index for leases; OFFSET 0 so it stays a probe), and the rows to update are
 -- then taken by key from an array (`= ANY (ARRAY(...))`). `changed` is a join
 -- of CTEs whose size no planner can estimate (it guesses a row or two): joined
 -- to a table directly, it let a never-analyzed ledger walk the live
