@@ -1,5 +1,5 @@
-//! The operations functions' argument rules and the pg_cron commands they
-//! write (pure Rust, no pgrx types).
+//! The operations functions' argument rules, the confirmation of absence over
+//! snapshots, and the pg_cron commands they write (pure Rust, no pgrx types).
 
 use crate::args::{ArgError, SchemaName};
 
@@ -161,9 +161,32 @@ pub fn max_batches(value: Option<i32>) -> Result<Option<i32>, ArgError> {
     }
 }
 
+/// What the newest snapshots (newest first: id and capture time) confirm: an
+/// operation is called absent only when missing from each of the
+/// `confirmations` newest snapshots, and only if it was recorded before the
+/// oldest of them was captured (otherwise that one could not have listed it).
+/// Fewer snapshots than that: nothing is called absent yet. Returns the time
+/// absent operations must be recorded by (None: none are absent) and the ids
+/// of the snapshots before the newest, which must not list them either.
+pub fn confirmation<T: Copy>(snapshots: &[(i64, T)], confirmations: usize) -> (Option<T>, Vec<i64>) {
+    let absent_before = if snapshots.len() == confirmations { snapshots.last().map(|s| s.1) } else { None };
+    (absent_before, snapshots.iter().skip(1).map(|s| s.0).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absence_needs_every_one_of_the_newest_snapshots() {
+        // Newest first; captured at 30, 20, 10.
+        let three = [(3, 30), (2, 20), (1, 10)];
+        assert_eq!(confirmation(&three, 3), (Some(10), vec![2, 1]));
+        assert_eq!(confirmation(&three[..1], 1), (Some(30), vec![]));
+        // Fewer snapshots than asked: nothing absent, the older ones still named.
+        assert_eq!(confirmation(&three[..2], 3), (None, vec![2]));
+        assert_eq!(confirmation::<i64>(&[], 2), (None, vec![]));
+    }
     use crate::args::schema_name;
 
     #[test]

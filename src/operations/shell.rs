@@ -187,17 +187,10 @@ fn latest(
         .map(|((sandbox_id, domain), key)| InventoryItem::new(sandbox_id.unwrap_or_default(), domain, key))
         .collect();
 
-    // An operation is called absent only when missing from each of the N
-    // newest snapshots, and only if it was recorded before the oldest of them
-    // was captured (otherwise that one could not have listed it). Fewer than
-    // N snapshots: nothing is called absent yet.
-    let enough = snapshots.len() == confirmations as usize;
-    let oldest = snapshots.last().map(|s| s.1);
-    let listing = Listing {
-        items,
-        absent_before: if enough { oldest } else { None },
-        confirming: snapshots.iter().skip(1).map(|s| s.0).collect(),
-    };
+    // Absence confirmed over the newest snapshots (rules::confirmation).
+    let captured: Vec<(i64, TimestampWithTimeZone)> = snapshots.iter().map(|s| (s.0, s.1)).collect();
+    let (absent_before, confirming) = rules::confirmation(&captured, confirmations as usize);
+    let listing = Listing { items, absent_before, confirming };
     let mut summary = reconcile::run(client, options, &listing);
     summary.snapshot_id = Some(newest);
     summary.confirming_snapshots = Some(snapshots.len() as i64);
