@@ -2,12 +2,14 @@
 -- was written ($1 keys = lease ids, $2 sandboxes, $3 routing domains), while
 -- it is open. Returns the leases bound with where they were stored (block,
 -- item): the application writes the cleanup rows of step 4 in the order its
--- statement scans these leases, and so does the shell.
+-- statement scans these leases, and so does the shell. `released_at IS NULL`
+-- is wrapped in a CASE so that the leases are found by key, never through
+-- the open-leases index (release_terminal_capacity.sql says why).
 WITH target AS (
     SELECT lease.lease_id, (lease.ctid::text::point)[0] AS block, (lease.ctid::text::point)[1] AS item
     FROM @ledger@.runtime_sandbox_capacity_leases AS lease
     WHERE lease.lease_id = ANY ($1::text[])
-      AND lease.released_at IS NULL
+      AND CASE WHEN lease.released_at IS NULL THEN true END
 )
 UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
 SET provider = 'daytona',
@@ -16,5 +18,5 @@ SET provider = 'daytona',
 FROM unnest($1::text[], $2::text[], $3::text[]) AS promoted(operation_key, sandbox_id, routing_domain), target
 WHERE lease.lease_id = promoted.operation_key
   AND target.lease_id = promoted.operation_key
-  AND lease.released_at IS NULL
+  AND CASE WHEN lease.released_at IS NULL THEN true END
 RETURNING lease.lease_id, target.block, target.item

@@ -2,15 +2,17 @@
 -- same sandbox, routing domain and run, is durably deleted; paired in Rust
 -- from the rows the run read), re-checking the rule on the current rows.
 -- Idempotent: only unreleased leases are touched. The leases are found by
--- their key: `provider` is compared bytewise so that no planner, short of
--- statistics, walks the open-leases index on (provider, sandbox_id) by its
--- provider alone and filters every open lease by id.
+-- their key alone: `provider` is compared bytewise and `released_at IS NULL`
+-- is wrapped in a CASE so that neither matches the open-leases index (on
+-- (provider, sandbox_id) WHERE released_at IS NULL). Without statistics a
+-- planner believes that index small and walks all of it, every open lease,
+-- for a few keys (measured at 100k sandboxes: 31 ms against 6 ms by key).
 WITH released AS (
     UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
     SET released_at = clock_timestamp()
     WHERE lease.lease_id = ANY ($1::text[])
       AND lease.provider COLLATE "C" = 'daytona'
-      AND lease.released_at IS NULL
+      AND CASE WHEN lease.released_at IS NULL THEN true END
       AND (SELECT true
            FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
            WHERE cleanup.provider = 'daytona'
