@@ -201,6 +201,29 @@ fn setting(client: &mut SpiClient, name: &str, value: &str) -> String {
     table.first().get::<String>(1).ok().flatten().unwrap_or_else(|| "on".into())
 }
 
+/// Run `read` under these planner settings, then put the previous values
+/// back (settings.sql says why each is used).
+fn planned<'conn, R>(
+    client: &mut SpiClient<'conn>,
+    settings: &[(&str, &str)],
+    read: impl FnOnce(&mut SpiClient<'conn>) -> R,
+) -> R {
+    let before: Vec<String> = settings.iter().map(|&(name, value)| setting(client, name, value)).collect();
+    let result = read(client);
+    for (&(name, _), value) in settings.iter().zip(&before) {
+        setting(client, name, value);
+    }
+    result
+}
+
+/// A read of the rows a partial index holds (the current operations, the
+/// open leases) goes through a bitmap of that index: never a scan of the
+/// whole table, history included, which statistics make look cheaper.
+const THROUGH_PARTIAL_INDEX: &[(&str, &str)] = &[("enable_seqscan", "off"), ("enable_indexscan", "off")];
+
+/// The released-lease probes are plain index probes, not a bitmap each.
+const PLAIN_PROBES: &[(&str, &str)] = &[("enable_bitmapscan", "off")];
+
 fn count(table: &SpiTupleTable, column: usize) -> i64 {
     table.get::<i64>(column).ok().flatten().unwrap_or(0)
 }
@@ -259,11 +282,8 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
 
     // Match: the current operations in one read, paired with the inventory in Rust.
     let started = Instant::now();
-    // Read through a bitmap of the current-operations index, in heap order
-    // (settings.sql says why).
-    let index_scans = setting(client, "enable_indexscan", "off");
-    let (table, _) = execute(client, &ledger.sql(OPERATIONS), &[]);
-    setting(client, "enable_indexscan", &index_scans);
+    // Read through a bitmap of the current-operations index, in heap order.
+    let (table, _) = planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[]));
     let table = table.first();
     let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
     let (keys, sandbox_ids, routing_domains) = (column(1), column(2), column(3));
@@ -719,7 +739,7 @@ impl<'t> Capacity<'t> {
         if deleted_reach == DeletedReach::Few {
             return run_count(client, &ledger.sql(RELEASE_FROM_CLEANUPS), &[]);
         }
-        let open = Columns::<4>::read(client, &ledger.sql(OPEN_LEASES), &[]);
+        let open = planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<4>::read(client, &ledger.sql(OPEN_LEASES), &[]));
         let deleted = if deleted_reach == DeletedReach::Whole {
             Columns::<3>::read(client, &ledger.sql(DELETED), &[])
         } else {
@@ -793,17 +813,22 @@ impl<'t> Capacity<'t> {
         // (a dry run reads them now), and the released ones probed.
         let mut lease_reads: Vec<Columns<2>> = Vec::new();
         let reuse_open = !leases_whole && self.open.is_some();
-        if !reuse_open {
-            let sql = if leases_whole { LEASE_IDENTITIES } else { LEASE_IDENTITIES_OPEN };
-            lease_reads.push(Columns::read(client, &ledger.sql(sql), &[]));
+        if leases_whole {
+            lease_reads.push(Columns::read(client, &ledger.sql(LEASE_IDENTITIES), &[]));
+        } else if !reuse_open {
+            let open = planned(client, THROUGH_PARTIAL_INDEX, |client| {
+                Columns::read(client, &ledger.sql(LEASE_IDENTITIES_OPEN), &[])
+            });
+            lease_reads.push(open);
         } else if !self.bound.is_empty() {
             lease_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
         }
         if !leases_whole {
             // One plain index probe per sandbox, not a bitmap each (settings.sql).
-            let bitmaps = setting(client, "enable_bitmapscan", "off");
-            lease_reads.push(Columns::read(client, &ledger.sql(RELEASED_LEASE_IDENTITIES), &[matched.to_vec().into()]));
-            setting(client, "enable_bitmapscan", &bitmaps);
+            let released = planned(client, PLAIN_PROBES, |client| {
+                Columns::read(client, &ledger.sql(RELEASED_LEASE_IDENTITIES), &[matched.to_vec().into()])
+            });
+            lease_reads.push(released);
         }
 
         // Deleted cleanups: as the first pass read them (recovery only adds

@@ -1,6 +1,7 @@
 -- The open Daytona leases bound to a sandbox (lease id, sandbox, routing
--- domain, run), through the partial index of open leases: the current
--- fleet's, whatever the history.
+-- domain, run), through a bitmap of the partial index of open leases (the
+-- shell turns off whole-table scans, settings.sql): the current fleet's,
+-- whatever the history.
 SELECT array_agg(lease_id), array_agg(sandbox_id), array_agg(routing_domain), array_agg(run_id)
 FROM @ledger@.runtime_sandbox_capacity_leases
 WHERE provider = 'daytona'

@@ -1,8 +1,9 @@
 -- The live and deleting production Daytona operations, as a few columns of
 -- arrays: what the match, the fail-closed check and the lone live operations
 -- are computed from (Rust pairs them with the inventory in hash maps,
--- src/reconcile/pairing.rs). Only current operations are read (the
--- current-operations index); the deleted history never is.
+-- src/reconcile/pairing.rs). Only current operations are read, through a
+-- bitmap of the current-operations index (the shell turns off the scans that
+-- read the whole table, settings.sql); the deleted history never is.
 SELECT array_agg(operation_key), array_agg(sandbox_id), array_agg(routing_domain), array_agg(state = 'live')
 FROM @ledger@.runtime_sandbox_operations
 WHERE provider = 'daytona'

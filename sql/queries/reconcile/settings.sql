@@ -3,11 +3,15 @@
 -- - `jit` off for the whole call: the ledger reads scan many rows, so their
 --   cost crosses jit_above_cost at 100k rows, and compiling them (~100 ms)
 --   costs more than the scans it would speed up;
--- - `enable_indexscan` off for the read of the current operations
---   (operations.sql): a never-analyzed table's partial index looks like a
---   one-row probe, and a plain index scan then visits the heap in sandbox id
---   order, one page per row; a bitmap scan of the same index reads the pages
---   in order (95 -> 47 ms for 97k operations at 100k sandboxes);
+-- - `enable_seqscan` and `enable_indexscan` off for the reads of the rows a
+--   partial index holds: the current operations (operations.sql) and the
+--   open leases (open_leases.sql, lease_identities_open.sql). Left to itself
+--   a planner with statistics scans the whole table, history included (at
+--   100k unshaped sandboxes: 223k and 231k history rows filtered out, 85 and
+--   56 ms against 53 and 35 ms through the index), and without statistics a
+--   plain index scan of the partial index (it looks like a one-row probe)
+--   visits the heap in sandbox id order, one page per row, where a bitmap
+--   scan reads the pages in order (95 -> 47 ms for 97k operations);
 -- - `enable_bitmapscan` off for the probes of released leases
 --   (released_lease_identities.sql): without statistics each of the ~100k
 --   one-row probes was planned as a bitmap scan, building a bitmap per
