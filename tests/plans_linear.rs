@@ -24,6 +24,41 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 const UNSHAPED: &str = include_str!("../bench/reconcile/unshaped.sql");
+const STEADY: &str = include_str!("../bench/reconcile/ledger.sql");
+
+/// The ledger a call runs on: the benchmark's unshaped one (history twice the
+/// fleet, so the run probes history: `reach.rs`), or its steady one (little
+/// history: the lease table read whole, the few deleted cleanups driving the
+/// first release pass), its steady mix, its VACUUM left to the test.
+#[derive(Clone, Copy, Debug)]
+enum Ledger {
+    Unshaped,
+    Steady,
+}
+
+impl Ledger {
+    fn script(self, n: u64) -> String {
+        match self {
+            Ledger::Unshaped => UNSHAPED.replace(" :n", &format!(" {n}")),
+            Ledger::Steady => {
+                let vacuum = STEADY.find("VACUUM ANALYZE").expect("ledger.sql ends with its VACUUM");
+                let install = "SELECT runtime_sandbox.install_ledger('bench');";
+                let quiet = "DO $$ DECLARE t text; BEGIN
+                               FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'bench' LOOP
+                                   EXECUTE format('ALTER TABLE bench.%I SET (autovacuum_enabled = off)', t);
+                               END LOOP;
+                             END $$;";
+                let mut script = STEADY[..vacuum].replace(install, &format!("{install}\n{quiet}"));
+                for (name, value) in [(" :n", format!(" {n}")), (":reserved", "1".into()), (":unleased", "2".into()),
+                                      (":absent", "2".into()), (":terminal", "2".into()), (":deleting", "10".into())]
+                {
+                    script = script.replace(name, &value);
+                }
+                script
+            }
+        }
+    }
+}
 
 /// Rows a plan's scans read (returned or filtered out) and its joins
 /// rejected, over all loops. Scans, not every node: a Hash or a Sort repeats
@@ -69,15 +104,15 @@ const LATEST: &str = "SELECT status FROM runtime_sandbox.reconcile_daytona_lates
 
 /// The work of every statement the call ran, by the statement's first line
 /// (its file's opening comment), summed over repeated statements.
-fn statement_work(n: u64, call: Call, statistics: Statistics) -> BTreeMap<String, f64> {
+fn statement_work(n: u64, call: Call, ledger: Ledger, statistics: Statistics) -> BTreeMap<String, f64> {
     let name = match call {
-        Call::Reconcile { dry_run } => format!("plans_linear_{n}_{dry_run}_{statistics:?}"),
-        Call::Latest => format!("plans_linear_{n}_latest_{statistics:?}"),
+        Call::Reconcile { dry_run } => format!("plans_linear_{n}_{dry_run}_{ledger:?}_{statistics:?}"),
+        Call::Latest => format!("plans_linear_{n}_latest_{ledger:?}_{statistics:?}"),
     }
     .to_lowercase();
     let db = common::fresh_database(&name);
     let (mut c, notices) = common::connect_with_notices(&db);
-    c.batch_execute(&UNSHAPED.replace(" :n", &format!(" {n}"))).unwrap();
+    c.batch_execute(&ledger.script(n)).unwrap();
     let unanalyzed: i64 = c
         .query_one(
             "SELECT count(*) FROM pg_stat_user_tables
@@ -151,6 +186,7 @@ fn statement_work(n: u64, call: Call, statistics: Statistics) -> BTreeMap<String
 const LIMITS: &[(&str, f64)] = &[
     ("-- Complete the absent operations", 0.5),
     ("-- Release the leases found terminal", 0.5),
+    ("-- Leases whose sandbox cleanup is durably deleted", 0.5),
     ("-- Recovery, step 3: bind the lease", 0.5),
     ("-- The live and deleting production Daytona operations", 1.5),
     ("-- The open Daytona leases bound to a sandbox", 1.5),
@@ -165,13 +201,13 @@ enum Statistics {
     Analyzed,
 }
 
-fn assert_linear(call: Call, statistics: Statistics) {
+fn assert_linear(call: Call, ledger: Ledger, statistics: Statistics) {
     // Sizes with more than 64 lost creates (1 % of the fleet): up to 64,
     // recovery is one statement in the application's shape, whose CTE joins
     // are quadratic in the items it recovers and bounded by that cap.
     let (n, big) = (8000, 32000);
-    let small = statement_work(n, call, statistics);
-    let large = statement_work(big, call, statistics);
+    let small = statement_work(n, call, ledger, statistics);
+    let large = statement_work(big, call, ledger, statistics);
     let mut report = Vec::new();
     let mut quadratic = Vec::new();
     for (statement, &rows) in &large {
@@ -189,43 +225,69 @@ fn assert_linear(call: Call, statistics: Statistics) {
         }
     }
     if std::env::var_os("RUNTIME_SANDBOX_PLAN_WORK").is_some() {
-        println!("work of each statement, {n} -> {big} sandboxes ({call:?}, {statistics:?}):\n{}", report.join("\n"));
+        println!("work of each statement, {n} -> {big} sandboxes ({call:?}, {ledger:?}, {statistics:?}):\n{}", report.join("\n"));
     }
     assert!(
         quadratic.is_empty(),
-        "{statistics:?}: 4x the sandboxes, more than 6x the rows, or more rows per sandbox than allowed, in {quadratic:?}:\n{}",
+        "{ledger:?}, {statistics:?}: 4x the sandboxes, more than 6x the rows, or more rows per sandbox than allowed, in {quadratic:?}:\n{}",
         report.join("\n")
     );
 }
 
 #[test]
 fn apply_statements_stay_linear_without_statistics() {
-    assert_linear(Call::Reconcile { dry_run: false }, Statistics::None);
+    assert_linear(Call::Reconcile { dry_run: false }, Ledger::Unshaped, Statistics::None);
 }
 
 #[test]
 fn apply_statements_stay_linear_with_statistics() {
-    assert_linear(Call::Reconcile { dry_run: false }, Statistics::Analyzed);
+    assert_linear(Call::Reconcile { dry_run: false }, Ledger::Unshaped, Statistics::Analyzed);
 }
 
 #[test]
 fn dry_run_statements_stay_linear_without_statistics() {
-    assert_linear(Call::Reconcile { dry_run: true }, Statistics::None);
+    assert_linear(Call::Reconcile { dry_run: true }, Ledger::Unshaped, Statistics::None);
 }
 
 #[test]
 fn dry_run_statements_stay_linear_with_statistics() {
-    assert_linear(Call::Reconcile { dry_run: true }, Statistics::Analyzed);
+    assert_linear(Call::Reconcile { dry_run: true }, Ledger::Unshaped, Statistics::Analyzed);
 }
 
 // record_inventory_snapshot, then reconcile_daytona_latest confirming absence
 // over three snapshots of the fleet.
 #[test]
 fn scheduled_path_statements_stay_linear_without_statistics() {
-    assert_linear(Call::Latest, Statistics::None);
+    assert_linear(Call::Latest, Ledger::Unshaped, Statistics::None);
 }
 
 #[test]
 fn scheduled_path_statements_stay_linear_with_statistics() {
-    assert_linear(Call::Latest, Statistics::Analyzed);
+    assert_linear(Call::Latest, Ledger::Unshaped, Statistics::Analyzed);
+}
+
+// The steady ledger: the paths a ledger with little history takes. Both fail
+// today, each on a finding not fixed yet (docs/reconcile.md, "Known plan
+// weaknesses"): run them with `--ignored`.
+// - Without statistics, at 8k sandboxes the absent marking
+//   (mark_absent.sql) locks the pending unowned cleanups after joining the
+//   candidates' probes with the table, and the planner, taking those rows for
+//   a row or two, rescans the 160 probes once per pending row (880 x 160):
+//   18 rows per sandbox.
+// - Recovery's bind (recover_bind.sql) finds its ~1 % of leases with `= ANY`
+//   of their keys, which the planner answers with a scan of the lease table
+//   when it holds little history: 1 row per sandbox (linear, over the 0.5
+//   allowed to statements handed keys).
+#[test]
+#[ignore = "two known plan weaknesses on the steady ledger, see the comment"]
+fn steady_ledger_statements_stay_linear_without_statistics() {
+    assert_linear(Call::Reconcile { dry_run: false }, Ledger::Steady, Statistics::None);
+    assert_linear(Call::Reconcile { dry_run: true }, Ledger::Steady, Statistics::None);
+}
+
+#[test]
+#[ignore = "recovery's bind scans the lease table on the steady ledger, see above"]
+fn steady_ledger_statements_stay_linear_with_statistics() {
+    assert_linear(Call::Reconcile { dry_run: false }, Ledger::Steady, Statistics::Analyzed);
+    assert_linear(Call::Reconcile { dry_run: true }, Ledger::Steady, Statistics::Analyzed);
 }
