@@ -14,9 +14,14 @@
 -- alone, and deadlock with a worker finishing two of them in one
 -- transaction): every candidate is offered to the insert with DO NOTHING
 -- (identity values are drawn as the application's upsert draws them), then
--- the existing pending unowned rows are locked in id order, skipping any
--- another transaction holds (it is left to that transaction, as a worker's
--- row is), and re-checked as they are updated. `changed` reads the insert
+-- each candidate's existing row, if pending and unowned, is locked by the
+-- probe that finds it (the identity key: a row at most), skipping one another
+-- transaction holds (it is left to that transaction, as a worker's row is;
+-- SKIP LOCKED never waits, so the order of the locks cannot deadlock), and
+-- re-checked as it is updated, by key. (Locked after joining the candidates'
+-- probes with the table, a never-analyzed 8k ledger took the pending unowned
+-- rows for a row or two and rescanned the probes once per pending row, 880 x
+-- 160.) `changed` reads the insert
 -- before the update, so the only wait (on a transaction writing a candidate's
 -- row, to know whether the insert conflicts) comes before any row is locked.
 --
@@ -50,24 +55,18 @@ WITH candidates AS (
     ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
     RETURNING cleanup.sandbox_id, cleanup.routing_domain_key
 ), unowned AS (
-    SELECT cleanup.id, found.position
-    FROM (
-        SELECT candidate.position, existing.id
-        FROM candidates AS candidate
-        CROSS JOIN LATERAL (
-            SELECT existing.id
-            FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
-            WHERE existing.provider = 'daytona'
-              AND existing.sandbox_id = candidate.sandbox_id
-              AND existing.routing_domain_key = coalesce(candidate.routing_domain, '')
-            OFFSET 0
-        ) AS existing
-    ) AS found
-    JOIN @ledger@.sandbox_cleanup_jobs_v2 AS cleanup ON cleanup.id = found.id
-    WHERE cleanup.status = 'pending'
-      AND cleanup.lease_owner IS NULL
-    ORDER BY cleanup.id
-    FOR UPDATE OF cleanup SKIP LOCKED
+    SELECT existing.id, candidate.position
+    FROM candidates AS candidate
+    CROSS JOIN LATERAL (
+        SELECT existing.id
+        FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
+        WHERE existing.provider = 'daytona'
+          AND existing.sandbox_id = candidate.sandbox_id
+          AND existing.routing_domain_key = coalesce(candidate.routing_domain, '')
+          AND existing.status = 'pending'
+          AND existing.lease_owner IS NULL
+        FOR UPDATE SKIP LOCKED
+    ) AS existing
 ), updated AS (
     UPDATE @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
     SET status = 'deleted',
@@ -76,11 +75,9 @@ WITH candidates AS (
         lease_expires_at = NULL,
         updated_at = clock_timestamp(),
         last_error = 'reconciled_provider_confirmed_absent'
-    FROM unowned
-    WHERE cleanup.id = unowned.id
-      AND cleanup.status = 'pending'
-      AND cleanup.lease_owner IS NULL
-    RETURNING unowned.position, cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id, cleanup.attempt
+    WHERE cleanup.id = ANY (ARRAY(SELECT id FROM unowned))
+      AND CASE WHEN cleanup.status = 'pending' AND cleanup.lease_owner IS NULL THEN true END
+    RETURNING cleanup.id, cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id, cleanup.attempt
 ), changed AS (
     SELECT candidate.position, candidate.sandbox_id, candidate.routing_domain, candidate.run_id, candidate.attempt
     FROM inserted
@@ -88,8 +85,9 @@ WITH candidates AS (
       ON candidate.sandbox_id = inserted.sandbox_id
      AND coalesce(candidate.routing_domain, '') = inserted.routing_domain_key
     UNION ALL
-    SELECT position, sandbox_id, routing_domain, run_id, attempt
+    SELECT unowned.position, updated.sandbox_id, updated.routing_domain, updated.run_id, updated.attempt
     FROM updated
+    JOIN unowned ON unowned.id = updated.id
 ), events AS (
     INSERT INTO @ledger@.sandbox_cleanup_events_v2 (
         provider, sandbox_id, routing_domain, run_id, attempt,
