@@ -222,9 +222,10 @@ fn assert_linear(call: Call, ledger: Ledger, statistics: Statistics) {
         // the sizes, yet reads hundreds of rows per sandbox at both).
         let per_sandbox = (before / n as f64).max(rows / big as f64);
         let limit = match ledger {
-            // Known, not fixed (docs/reconcile.md, "Known plan weaknesses"):
-            // on a ledger with little history recovery's bind finds its ~1 %
-            // of leases by a scan of the lease table, a row per sandbox.
+            // Accepted (docs/reconcile.md, "Plans on a ledger with little
+            // history"): recovery's bind finds its ~1 % of leases by one pass
+            // over a lease table without history, the cost model's choice
+            // for a percent of a small table: a row per sandbox.
             Ledger::Steady if statement.starts_with(STEADY_BIND) => 1.5,
             _ => LIMITS.iter().find(|(start, _)| statement.starts_with(start)).map_or(10.0, |&(_, limit)| limit),
         };
