@@ -176,6 +176,7 @@ pub fn confirmation<T: Copy>(snapshots: &[(i64, T)], confirmations: usize) -> (O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::schema_name;
 
     #[test]
     fn absence_needs_every_one_of_the_newest_snapshots() {
@@ -187,7 +188,6 @@ mod tests {
         assert_eq!(confirmation(&three[..2], 3), (None, vec![2]));
         assert_eq!(confirmation::<i64>(&[], 2), (None, vec![]));
     }
-    use crate::args::schema_name;
 
     #[test]
     fn cron_schedules() {

@@ -31,23 +31,24 @@ pub fn ensure_cluster() {
     });
 }
 
-pub fn connect(db: &str) -> Client {
+/// Where every test connects: the scratch cluster, as postgres, database `db`.
+fn config(db: &str) -> Config {
     ensure_cluster();
-    Client::connect(&format!("host=127.0.0.1 port={} user=postgres dbname={db}", port()), NoTls)
-        .unwrap_or_else(|e| panic!("connect to {db}: {e}"))
+    let mut config = Config::new();
+    config.host("127.0.0.1").port(port()).user("postgres").dbname(db);
+    config
+}
+
+pub fn connect(db: &str) -> Client {
+    config(db).connect(NoTls).unwrap_or_else(|e| panic!("connect to {db}: {e}"))
 }
 
 /// A connection that collects the NOTICEs it receives (progress lines,
 /// auto_explain's plans).
 pub fn connect_with_notices(db: &str) -> (Client, Arc<Mutex<Vec<String>>>) {
-    ensure_cluster();
     let notices = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&notices);
-    let client = Config::new()
-        .host("127.0.0.1")
-        .port(port())
-        .user("postgres")
-        .dbname(db)
+    let client = config(db)
         .notice_callback(move |n| sink.lock().unwrap().push(n.message().to_string()))
         .connect(NoTls)
         .unwrap_or_else(|e| panic!("connect to {db}: {e}"));

@@ -1,5 +1,5 @@
--- A planner setting ($1) for the rest of the transaction ($2); returns the
--- value it replaces so the call can put it back. Three uses:
+-- Set the planner setting named $1 to $2 for the rest of the transaction;
+-- returns the value it replaces so the call can put it back. Three uses:
 -- - `jit` off for the whole call: the ledger reads scan many rows, so their
 --   cost crosses jit_above_cost at 100k rows, and compiling them (~100 ms)
 --   costs more than the scans it would speed up;
@@ -8,7 +8,7 @@
 --   open leases (open_leases.sql, lease_identities_open.sql). Left to itself
 --   a planner with statistics scans the whole table, history included (at
 --   100k unshaped sandboxes: 223k and 231k history rows filtered out, 85 and
---   56 ms against 53 and 35 ms through the index), and without statistics a
+--   56 ms against 58 and 35 ms through the index), and without statistics a
 --   plain index scan of the partial index (it looks like a one-row probe)
 --   visits the heap in sandbox id order, one page per row, where a bitmap
 --   scan reads the pages in order (95 -> 47 ms for 97k operations);
