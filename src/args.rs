@@ -67,6 +67,19 @@ pub fn batch_size(value: i32) -> Result<i32, ArgError> {
     }
 }
 
+/// At most `max` bytes of `text` (cut at a character boundary), with an
+/// ellipsis and the full length when cut: what a message quotes of a value.
+pub fn prefix(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
 /// How an error names the JSON it got instead ("got a number").
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
@@ -98,6 +111,13 @@ mod tests {
             assert_eq!(err.argument, "ledger_schema");
             assert!(err.to_string().starts_with("invalid argument ledger_schema:"), "{err}");
         }
+    }
+
+    #[test]
+    fn prefixes_cut_at_a_character_boundary() {
+        assert_eq!(prefix("short", 10), "short");
+        assert_eq!(prefix("ééé", 3), "é… (6 bytes)");
+        assert_eq!(prefix(&"x".repeat(1000), 4), "xxxx… (1000 bytes)");
     }
 
     #[test]

@@ -29,10 +29,15 @@ pub enum Kind {
     BrokenInstall,
     /// XX001: a stored value that is not in the format PostgreSQL writes.
     DataCorrupted,
+    /// 55000: a ledger whose tables the functions cannot use as they are
+    /// (check_ledger lists why, with the DDL that fixes it).
+    UnusableLedger,
+    /// 42501: the caller may not act as the ledger's owner.
+    NotOwner,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::InvalidArgument,
         Kind::NotInstalled,
         Kind::ConcurrentChange,
@@ -42,6 +47,8 @@ impl Kind {
         Kind::UnusableStoredValue,
         Kind::BrokenInstall,
         Kind::DataCorrupted,
+        Kind::UnusableLedger,
+        Kind::NotOwner,
     ];
 
     /// The SQLSTATE as clients see it.
@@ -56,6 +63,8 @@ impl Kind {
             Kind::UnusableStoredValue => "22000",
             Kind::BrokenInstall => "55000",
             Kind::DataCorrupted => "XX001",
+            Kind::UnusableLedger => "55000",
+            Kind::NotOwner => "42501",
         }
     }
 }
@@ -105,6 +114,21 @@ impl Error {
                 "Point {argument} at the ledger's schema, or run {} to create the tables.",
                 install_ledger(schema)
             ))
+    }
+}
+
+impl Error {
+    /// The caller may not act as the owner of the schema a function works on (42501).
+    pub fn not_owner(function: &str, schema: &str, owner: &str, caller: &str) -> Self {
+        Error::new(
+            Kind::NotOwner,
+            format!("{function} runs on schema {schema:?} as its owner {owner:?}, and role {caller:?} is not a member of it"),
+        )
+        .detail(
+            "Statements on a ledger run with its owner's privileges, so that code attached to its tables never runs \
+             with the caller's; the caller must be the owner, a member of the owner's role, or a superuser.",
+        )
+        .hint(format!("GRANT \"{}\" TO \"{}\";", owner.replace('"', "\"\""), caller.replace('"', "\"\"")))
     }
 }
 

@@ -417,8 +417,8 @@ fn error_report(sql: &str) -> Option<String> {
 fn backfill_a_missing_ledger_says_how_to_install_it() {
     run("CREATE SCHEMA bf_not_a_ledger");
     run("CREATE TABLE bf_not_a_ledger.attempts (run_id text)");
-    let tables_missing = "42P01 runtime_sandbox: ledger_schema \"bf_not_a_ledger\" lacks the ledger's table(s) control, runs, \
-                          runtime_sandbox_operations | DETAIL: The backfill reads attempts and runs, inserts into \
+    let tables_missing = "42P01 runtime_sandbox: ledger_schema \"bf_not_a_ledger\" lacks the ledger's table(s) attempts.attempt, \
+                          attempts.resource_json, attempts.updated_at, control, runs, runtime_sandbox_operations | DETAIL: The backfill reads attempts and runs, inserts into \
                           runtime_sandbox_operations and keeps its checkpoint in control. | HINT: Point ledger_schema at \
                           the ledger's schema, or run SELECT runtime_sandbox.install_ledger('bf_not_a_ledger') to create the tables.";
     let schema_missing = "22023 runtime_sandbox: invalid argument ledger_schema: schema \"bf_nowhere\" does not exist | \

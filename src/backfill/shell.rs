@@ -18,7 +18,7 @@ use super::resources::{self, Field, InsertMode, Resource};
 use crate::args::{self, SchemaName};
 use crate::error::{Error, Kind};
 use crate::fast_hash::{FastMap, FastSet};
-use crate::shell::spi::ledger_missing;
+use crate::ledger::Access;
 use crate::shell::types::{JsonbBytes, Name};
 use crate::shell::{OrRaise, Raise};
 use pgrx::datum::{DatumWithOid, Interval};
@@ -33,7 +33,6 @@ use std::panic::AssertUnwindSafe;
 
 type Row = PgHeapTuple<'static, AllocatedByRust>;
 
-const LEDGER_TABLES: &str = include_str!("../../sql/queries/backfill/missing_ledger_tables.sql");
 const ATTEMPTS_FROM_START: &str = include_str!("../../sql/queries/backfill/attempts_from_start.sql");
 const ATTEMPTS_FROM_CURSOR: &str = include_str!("../../sql/queries/backfill/attempts_from_cursor.sql");
 const ATTEMPTS_AFTER: &str = include_str!("../../sql/queries/backfill/attempts_after.sql");
@@ -100,14 +99,29 @@ struct Rows {
 }
 
 impl Rows {
-    fn of_last_statement() -> Rows {
-        // SAFETY: SPI globals, read right after the statement.
-        unsafe {
+    /// The statement's rows, after checking that its columns are of the
+    /// `expected` types (every value is read in binary form: a column of
+    /// another type would be misread). The statements cast what they read,
+    /// so a mismatch is a bug, raised as an error, never a misread.
+    fn of_last_statement(expected: &[pg_sys::Oid]) -> Rows {
+        // SAFETY: SPI globals, read right after the statement; the tuple
+        // descriptor has natts attributes.
+        let rows = unsafe {
             Rows {
                 table: pg_sys::SPI_tuptable,
                 count: if pg_sys::SPI_tuptable.is_null() { 0 } else { pg_sys::SPI_processed as usize },
             }
+        };
+        if !rows.table.is_null() {
+            let found: Vec<pg_sys::Oid> = unsafe {
+                let desc = (*rows.table).tupdesc;
+                (1..=(*desc).natts).map(|column| pg_sys::SPI_gettypeid(desc, column)).collect()
+            };
+            if found.len() < expected.len() || found.iter().zip(expected).any(|(f, e)| f != e) {
+                error!("runtime_sandbox: a backfill statement returned columns of types {found:?}, expected {expected:?}");
+            }
         }
+        rows
     }
 
     /// Column `column` (1-based) of row `row`, `None` when NULL.
@@ -221,22 +235,17 @@ fn required<T>(argument: &'static str, value: Option<T>) -> T {
 const LEDGER_USE: &str = "The backfill reads attempts and runs, inserts into runtime_sandbox_operations and keeps its \
                           checkpoint in control.";
 
-/// The ledger schema must exist and hold the tables the backfill uses.
-fn ledger(ledger_schema: Option<Name>) -> SchemaName {
+/// The tables the backfill works on (an error names the missing ones in this order).
+const LEDGER_TABLES: &[&str] = &["attempts", "control", "runs", "runtime_sandbox_operations"];
+
+/// The ledger schema must exist, hold the tables the backfill uses as it
+/// needs them, and the caller must be able to act as its owner (the
+/// statements run as the owner: `Access::run`).
+fn ledger(ledger_schema: Option<Name>) -> (SchemaName, Access) {
     let name = required("ledger_schema", ledger_schema);
     let schema = args::schema_name("ledger_schema", name.as_str()).or_raise();
-    // One kept statement per call (the procedure calls once per page); the
-    // schema's existence is asked only to name what is missing.
-    let missing = Spi::connect_mut(|client| {
-        let table = run_kept(client, LEDGER_TABLES, &[schema.name.as_str().into()], &|e| {
-            error!("runtime_sandbox: checking ledger tables failed: {e}")
-        });
-        table.first().get_one::<String>().unwrap_or_else(|e| error!("runtime_sandbox: checking ledger tables failed: {e}"))
-    });
-    if let Some(missing) = missing {
-        ledger_missing("ledger_schema", &schema, &missing, LEDGER_USE);
-    }
-    schema
+    let access = crate::ledger::require_with(&schema, LEDGER_TABLES, "the backfill", LEDGER_USE);
+    (schema, access)
 }
 
 fn page_limit(batch_size: Option<i32>) -> usize {
@@ -354,7 +363,8 @@ fn fetch_attempts(client: &mut SpiClient<'_>, ledger: &SchemaName, from: &FetchF
         Some(key) => vec![timestamptz_arg(Some(key.updated_at)), text_arg(Some(&key.run_id)), key.attempt.into()],
     };
     run_kept(client, &sql, &args, &|e| page_failed(ledger, e));
-    Rows::of_last_statement()
+    use pg_sys::{BOOLOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+    Rows::of_last_statement(&[TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, BOOLOID])
 }
 
 fn page_failed(ledger: &SchemaName, e: impl std::fmt::Display) -> ! {
@@ -372,7 +382,7 @@ fn attempt_resources(client: &mut SpiClient<'_>, ledger: &SchemaName, json: pg_s
     // SAFETY: the jsonb datum, typed as jsonb.
     let arg = unsafe { DatumWithOid::new(json, pg_sys::JSONBOID) };
     run_kept(client, RESOURCE_FIELDS, &[arg], &|e| page_failed(ledger, e));
-    let rows = Rows::of_last_statement();
+    let rows = Rows::of_last_statement(&[pg_sys::INT4OID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::TEXTOID]);
     let mut found = Vec::new();
     for row in 0..rows.count {
         let ordinal = rows.int(row, 1).expect("an ordinal") as i32;
@@ -488,7 +498,7 @@ fn run_insert(
         // A plain INSERT inserts every row or fails.
         Insert::New => winner_keys.iter().cloned().collect(),
         Insert::SkipExisting => {
-            let rows = Rows::of_last_statement();
+            let rows = Rows::of_last_statement(&[pg_sys::TEXTOID]);
             (0..rows.count).map(|row| rows.bytes(row, 1).expect("operation_key is NOT NULL").to_vec()).collect()
         }
     });
@@ -553,7 +563,7 @@ fn existing(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, winner
     ];
     let sql = EXISTING_IDENTITIES.replace("@ledger@", &ledger.quoted);
     run_kept(client, &sql, &args, &|e| page_failed(ledger, e));
-    let rows = Rows::of_last_statement();
+    let rows = Rows::of_last_statement(&[pg_sys::INT4OID]);
     (0..rows.count).map(|row| winners[rows.int(row, 1).expect("a position") as usize - 1]).collect()
 }
 
@@ -601,8 +611,8 @@ fn page_function(
 ) -> Row {
     let limit = page_limit(batch_size);
     let after = after_position(after);
-    let ledger = ledger(ledger_schema);
-    Spi::connect_mut(|client| {
+    let (ledger, access) = ledger(ledger_schema);
+    access.run(|| Spi::connect_mut(|client| {
         let page = scan_page(client, &ledger, Rules::applied(limit), after);
         let winners = page.winners();
         let (inserted, would_insert): (i64, Box<dyn Fn(usize) -> bool>) = match kind {
@@ -624,7 +634,7 @@ fn page_function(
         args.extend(target_args(&page, &*would_insert));
         let table = run_kept(client, PAGE_ROW, &args, &|e| page_failed(&ledger, e));
         table.first().get_one::<Row>().ok().flatten().unwrap_or_else(|| error!("runtime_sandbox: building the backfill page row failed"))
-    })
+    }))
 }
 
 /// One bounded page of the operation backfill, applied: the application's
@@ -739,7 +749,12 @@ fn advance_sandbox_operation_backfill(
 ) -> pgrx::composite_type!('static, "runtime_sandbox.backfill_progress") {
     let dry_run = required("dry_run", dry_run);
     let limit = page_limit(batch_size);
-    let ledger = ledger(ledger_schema);
+    let (ledger, access) = ledger(ledger_schema);
+    access.run(|| advance(&ledger, dry_run, limit, max_batches))
+}
+
+fn advance(ledger: &SchemaName, dry_run: bool, limit: usize, max_batches: Option<i32>) -> Row {
+    let ledger = ledger.clone();
     let stored = read_checkpoint(&ledger);
     if stored.phase == Phase::Complete {
         return progress_row(Phase::Complete, dry_run, Totals::default(), 0, None, None);
@@ -803,8 +818,14 @@ fn backfill_status(
         name!(attempts_remaining, i64),
     ),
 > {
-    let ledger = ledger(ledger_schema);
-    let stored = read_checkpoint(&ledger);
+    let (ledger, access) = ledger(ledger_schema);
+    access.run(|| status(&ledger))
+}
+
+type StatusRow = (String, Option<Row>, i64);
+
+fn status(ledger: &SchemaName) -> TableIterator<'static, StatusRow> {
+    let stored = read_checkpoint(ledger);
     if stored.phase == Phase::Complete {
         return TableIterator::once((Phase::Complete.as_str().to_owned(), None, 0));
     }
@@ -845,7 +866,7 @@ fn backfill_run_lock_key(
     if pause.is_negative() {
         Error::argument("pause", "must not be negative").raise();
     }
-    let ledger = ledger(ledger_schema);
+    let (ledger, _) = ledger(ledger_schema);
     run_lock_key(&ledger.name)
 }
 

@@ -4,20 +4,21 @@
 //! extension members), so pg_dump keeps their data and the application's own
 //! SQL runs against them unchanged.
 
+pub mod check;
+pub mod install;
 pub mod requirements;
 mod shell;
 
-pub(crate) use shell::require;
+pub(crate) use shell::{require, require_with, Access};
 
 use pgrx::prelude::*;
 
-extension_sql_file!("../../sql/extension/ledger_api.sql", name = "ledger_api", requires = [install_ledger]);
-extension_sql_file!("../../sql/extension/ledger_check_api.sql", name = "ledger_check_api", requires = [check_ledger]);
-
-/// The DDL with the (already quoted) schema name substituted.
-pub fn install_script(quoted_schema: &str) -> String {
-    include_str!("../../sql/ddl/ledger_tables.sql").replace("@ledger@", quoted_schema)
-}
+extension_sql_file!(
+    "../../sql/extension/ledger_api.sql",
+    name = "ledger_api",
+    requires = [install_ledger_checked, install_ledger_ddl]
+);
+extension_sql_file!("../../sql/extension/ledger_check_api.sql", name = "ledger_check_api", requires = [check_ledger_with_fixes]);
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]

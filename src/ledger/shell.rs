@@ -1,70 +1,335 @@
-//! SQL surface of the ledger schema.
+//! SQL surface of the ledger schema, and the gate every function that works
+//! on a ledger goes through (`require`): the catalog check, the caller's
+//! right to act as the ledger's owner, and the switch to that owner.
 
+use super::check::{self, Facts, Problem, Severity};
+use super::install;
 use crate::args::{schema_name, SchemaName};
+use crate::error::{Error, Kind};
+use crate::shell::owner;
 use crate::shell::types::Name;
-use crate::shell::check;
-use crate::shell::spi::ledger_missing;
+use crate::shell::{check as check_arg, Raise};
 use pgrx::prelude::*;
-use pgrx::spi::SpiClient;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Create (idempotently) the ledger schema, enum and tables the application's SQL uses.
-#[pg_extern(volatile, parallel_unsafe)]
-#[search_path(pg_catalog, pg_temp)]
-fn install_ledger(ledger_schema: default!(Name, "'runtime_scheduler'")) {
-    let schema = check(schema_name("ledger_schema", ledger_schema.as_str()));
-    Spi::run(&super::install_script(&schema.quoted))
-        .unwrap_or_else(|e| error!("runtime_sandbox: install_ledger({}) failed: {e}", schema.name));
+const FACTS: &str = include_str!("../../sql/queries/ledger/facts.sql");
+
+/// A ledger schema argument: NULL is an error (22023), as is a name that is
+/// not a plain identifier.
+fn ledger_argument(ledger_schema: Option<Name>) -> SchemaName {
+    let Some(name) = ledger_schema else {
+        Error::argument("ledger_schema", "must not be NULL").raise()
+    };
+    check_arg(schema_name("ledger_schema", name.as_str()))
 }
 
-/// What the ledger schema lacks (no rows means ready). Read-only.
+/// The catalog's facts about `schema` (None: no such schema). Reads only catalogs.
+fn read_facts(schema: &SchemaName) -> Option<Facts> {
+    // The catalog query's estimated cost would have JIT compile it (50 ms for a 5 ms read).
+    let text: Option<String> = owner::with_setting("jit", "off", || Spi::connect(|client| {
+        let table = client
+            .select(FACTS, None, &[schema.name.as_str().into(), check::checked_tables().into()])
+            .unwrap_or_else(|e| error!("runtime_sandbox: reading the catalog of ledger {:?} failed: {e}", schema.name));
+        if table.is_empty() {
+            return None;
+        }
+        table.first().get::<String>(1).unwrap_or_else(|e| error!("runtime_sandbox: reading the catalog of ledger {:?} failed: {e}", schema.name))
+    }));
+    text.map(|text| {
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| error!("runtime_sandbox: the catalog facts of ledger {:?} did not parse: {e}", schema.name))
+    })
+}
+
+/// A schema's check, as cached for this backend.
+struct Checked {
+    facts: Option<Facts>,
+    problems: Vec<Problem>,
+}
+
+thread_local! {
+    /// Checks by schema name, until the next catalog invalidation.
+    static CHECKED: RefCell<HashMap<String, Rc<Checked>>> = RefCell::new(HashMap::new());
+}
+
+static CALLBACKS: AtomicBool = AtomicBool::new(false);
+
+/// Any change of a relation (its columns, indexes, triggers, rules, policies,
+/// owner), of a schema, type, enum label, constraint, cast or database owner
+/// invalidates every cached check: such changes are rare, a check is a
+/// millisecond.
+unsafe extern "C-unwind" fn forget_relcache(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
+    CHECKED.with_borrow_mut(HashMap::clear);
+}
+
+unsafe extern "C-unwind" fn forget_syscache(_arg: pg_sys::Datum, _cache: core::ffi::c_int, _hash: u32) {
+    CHECKED.with_borrow_mut(HashMap::clear);
+}
+
+fn register_callbacks() {
+    if CALLBACKS.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    use pg_sys::SysCacheIdentifier as Cache;
+    // SAFETY: registered once per backend; the callbacks only clear a cache.
+    unsafe {
+        pg_sys::CacheRegisterRelcacheCallback(Some(forget_relcache), pg_sys::Datum::from(0));
+        for cache in [
+            Cache::NAMESPACEOID,
+            Cache::TYPEOID,
+            Cache::ENUMOID,
+            Cache::CONSTROID,
+            Cache::CASTSOURCETARGET,
+            Cache::DATABASEOID,
+        ] {
+            pg_sys::CacheRegisterSyscacheCallback(cache as _, Some(forget_syscache), pg_sys::Datum::from(0));
+        }
+    }
+}
+
+/// The check of `schema`: cached per backend until the catalog changes
+/// (invalidations from other sessions are taken in first).
+fn checked(schema: &SchemaName) -> Rc<Checked> {
+    register_callbacks();
+    // SAFETY: what every lock acquisition does: apply pending invalidations.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    if let Some(found) = CHECKED.with_borrow(|c| c.get(&schema.name).cloned()) {
+        return found;
+    }
+    let facts = read_facts(schema);
+    let problems = check::check(&schema.name, &schema.quoted, facts.as_ref());
+    let checked = Rc::new(Checked { facts, problems });
+    CHECKED.with_borrow_mut(|c| c.insert(schema.name.clone(), Rc::clone(&checked)));
+    checked
+}
+
+/// What the ledger is for a call that passed the gate.
+pub(crate) struct Access {
+    owner: pg_sys::Oid,
+}
+
+impl Access {
+    /// Run the call's statements as the ledger's owner (shell::owner).
+    pub fn run<R>(&self, work: impl FnOnce() -> R) -> R {
+        owner::as_owner(self.owner, work)
+    }
+}
+
+/// The gate: fail before any work when the ledger cannot serve `function`,
+/// which works on `needs` (tables, in the order an error names them; a
+/// `table.column` entry counts as its table):
+/// - no such schema: 22023 with the command that creates it;
+/// - tables or columns missing: 42P01 naming them, with install_ledger's hint;
+/// - anything else check_ledger calls an error on those tables (a type the
+///   statements cannot use, a NOT NULL nobody fills, a missing unique key or
+///   enum label, an object owned by another role than the schema's): 55000
+///   naming the first, every one in the DETAIL, their fixes in the HINT;
+/// - a caller who is not the owner, a member of its role or a superuser: 42501.
+pub(crate) fn require(ledger: &SchemaName, needs: &[&str], function: &'static str) -> Access {
+    let detail = format!(
+        "{function} uses {}; install_ledger is idempotent and adds what a ledger of an earlier version lacks.",
+        needs.iter().map(|n| n.split('.').next().unwrap_or(n)).collect::<Vec<_>>().join(", ")
+    );
+    require_with(ledger, needs, function, &detail)
+}
+
+/// `require`, with the DETAIL a missing table's error gives.
+pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'static str, detail: &str) -> Access {
+    let mut tables: Vec<&str> = Vec::new();
+    for table in needs.iter().map(|n| n.split('.').next().unwrap_or(n)) {
+        if !tables.contains(&table) {
+            tables.push(table);
+        }
+    }
+    let checked = checked(ledger);
+    let Some(facts) = &checked.facts else {
+        Error::ledger_schema_missing("ledger_schema", &ledger.name).raise()
+    };
+    let blocking: Vec<&Problem> = checked.problems.iter().filter(|p| p.blocks(&tables)).collect();
+    let mut missing: Vec<String> = Vec::new();
+    for table in &tables {
+        for problem in blocking.iter().filter(|p| p.table == Some(*table)) {
+            match problem.problem.as_str() {
+                "missing table" => missing.push(table.to_string()),
+                "missing column" => {
+                    missing.push(format!("{table}.{}", problem.object.rsplit('.').next().unwrap_or_default()))
+                }
+                _ => {}
+            }
+        }
+    }
+    if !missing.is_empty() {
+        Error::ledger_not_installed(
+            "ledger_schema",
+            &ledger.name,
+            &missing.join(", "),
+            detail,
+        )
+        .raise();
+    }
+    if let Some(first) = blocking.first() {
+        Error::new(
+            Kind::UnusableLedger,
+            format!(
+                "ledger_schema {:?} cannot be used by {function}: {}: {}{}",
+                ledger.name,
+                first.object,
+                short(&first.problem),
+                if blocking.len() > 1 { format!(" (and {} more)", blocking.len() - 1) } else { String::new() }
+            ),
+        )
+        .detail(blocking.iter().map(|p| format!("{}: {}", p.object, p.problem)).collect::<Vec<_>>().join("; "))
+        .hint(format!(
+            "{} (SELECT * FROM runtime_sandbox.check_ledger('{}') lists every problem and its fix.)",
+            blocking.iter().filter_map(|p| p.fix.as_deref()).collect::<Vec<_>>().join(" "),
+            ledger.name
+        ))
+        .raise();
+    }
+    let owner = pg_sys::Oid::from(facts.owner_oid);
+    if !owner::may_act_as(owner) {
+        Error::not_owner(function, &ledger.name, &facts.owner, &owner::role_name(owner::current_user())).raise();
+    }
+    Access { owner }
+}
+
+/// At most the first 200 characters of a message part.
+fn short(text: &str) -> String {
+    crate::args::prefix(text, 200)
+}
+
+/// Create (idempotently) what the ledger schema lacks: the schema, the enum
+/// and its labels, tables, columns, unique keys, indexes and the health view.
+/// Reads the catalog first and runs only what is missing, as the schema's
+/// owner; then checks the ledger and fails listing what it could not fix.
+#[pg_extern(name = "install_ledger", volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn install_ledger_checked(ledger_schema: default!(Option<Name>, "'runtime_scheduler'")) {
+    let schema = ledger_argument(ledger_schema);
+    run_install(&schema);
+}
+
+/// The 0.2.0 symbol (strict `name` argument), kept so a 0.2.0 catalog works
+/// until `ALTER EXTENSION runtime_sandbox UPDATE`.
+#[pg_extern(sql = false)]
+fn install_ledger(ledger_schema: Name) {
+    let schema = check_arg(schema_name("ledger_schema", ledger_schema.as_str()));
+    run_install(&schema);
+}
+
+fn run_install(schema: &SchemaName) {
+    // SAFETY: see `checked`.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    let mut facts = read_facts(schema);
+    if facts.is_none() {
+        // A new schema belongs to the caller, as CREATE SCHEMA makes it.
+        Spi::run(&format!("CREATE SCHEMA {}", schema.quoted))
+            .unwrap_or_else(|e| error!("runtime_sandbox: install_ledger({}) could not create the schema: {e}", schema.name));
+        facts = read_facts(schema);
+    }
+    let found = facts.as_ref().expect("the schema exists");
+    let owner = pg_sys::Oid::from(found.owner_oid);
+    if !owner::may_act_as(owner) {
+        Error::not_owner("install_ledger", &schema.name, &found.owner, &owner::role_name(owner::current_user())).raise();
+    }
+    // Objects of the ledger's names that are not what it expects, or that
+    // another role owns, are refused before anything is created.
+    let foreign: Vec<Problem> = check::check(&schema.name, &schema.quoted, facts.as_ref())
+        .into_iter()
+        .filter(|p| p.severity == Severity::Error && (p.problem.starts_with("owned by") || p.problem.contains(", not a")))
+        .collect();
+    if !foreign.is_empty() {
+        Error::new(
+            Kind::UnusableLedger,
+            format!(
+                "install_ledger refuses ledger_schema {:?}: {}: {}",
+                schema.name, foreign[0].object, foreign[0].problem
+            ),
+        )
+        .detail(foreign.iter().map(|p| format!("{}: {}", p.object, p.problem)).collect::<Vec<_>>().join("; "))
+        .hint(foreign.iter().filter_map(|p| p.fix.as_deref()).collect::<Vec<_>>().join(" "))
+        .raise();
+    }
+    let steps = install::plan(&schema.quoted, facts.as_ref());
+    if !steps.is_empty() {
+        owner::as_owner(owner, || {
+            for step in &steps {
+                Spi::run(&step.sql).unwrap_or_else(|e| {
+                    error!("runtime_sandbox: install_ledger({}) could not create {}: {e}", schema.name, step.object)
+                });
+            }
+        });
+    }
+    let problems: Vec<Problem> = check::check(&schema.name, &schema.quoted, read_facts(schema).as_ref())
+        .into_iter()
+        .filter(|p| p.severity == Severity::Error)
+        .collect();
+    if let Some(first) = problems.first() {
+        Error::new(
+            Kind::UnusableLedger,
+            format!(
+                "install_ledger could not make ledger_schema {:?} usable: {}: {}{}",
+                schema.name,
+                first.object,
+                first.problem,
+                if problems.len() > 1 { format!(" (and {} more)", problems.len() - 1) } else { String::new() }
+            ),
+        )
+        .detail(problems.iter().map(|p| format!("{}: {}", p.object, p.problem)).collect::<Vec<_>>().join("; "))
+        .hint(format!(
+            "These are the application's data; change them with: {}",
+            problems.iter().filter_map(|p| p.fix.as_deref()).collect::<Vec<_>>().join(" ")
+        ))
+        .raise();
+    }
+}
+
+/// The DDL install_ledger would run on the ledger schema now, one statement
+/// per row, for a migration tool: indexes on tables that exist already are
+/// built CONCURRENTLY (run them outside a transaction block). Read-only.
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
-fn check_ledger(
-    ledger_schema: default!(Name, "'runtime_scheduler'"),
-) -> TableIterator<'static, (name!(object, String), name!(problem, String))> {
-    let schema = check(schema_name("ledger_schema", ledger_schema.as_str()));
-    let (kinds, objects, details) = super::requirements::as_columns();
-    let rows: Vec<(String, String)> = Spi::connect(|client| {
-        client
-            .select(
-                include_str!("../../sql/queries/ledger/check.sql"),
-                None,
-                &[schema.name.as_str().into(), kinds.into(), objects.into(), details.into()],
-            )
-            .unwrap_or_else(|e| error!("runtime_sandbox: check_ledger({}) failed: {e}", schema.name))
-            .map(|row| {
-                (
-                    row.get::<String>(1).ok().flatten().unwrap_or_default(),
-                    row.get::<String>(2).ok().flatten().unwrap_or_default(),
-                )
-            })
-            .collect()
-    });
-    TableIterator::new(rows)
+fn install_ledger_ddl(
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+    concurrently: default!(Option<bool>, true),
+) -> TableIterator<'static, (name!(step, i32), name!(object, String), name!(statement, String))> {
+    let schema = ledger_argument(ledger_schema);
+    let Some(concurrently) = concurrently else { Error::argument("concurrently", "must not be NULL").raise() };
+    let facts = read_facts(&schema);
+    let mut rows = Vec::new();
+    if facts.is_none() {
+        rows.push(("schema".to_string(), format!("CREATE SCHEMA IF NOT EXISTS {};", schema.quoted)));
+    }
+    for step in install::plan(&schema.quoted, facts.as_ref()) {
+        let sql = if concurrently { install::concurrently(&step) } else { step.sql.clone() };
+        rows.push((step.object, format!("{};", sql.trim_end_matches(';'))));
+    }
+    TableIterator::new(rows.into_iter().enumerate().map(|(i, (object, sql))| (i as i32 + 1, object, sql)))
 }
 
-/// Fail before any work when the ledger lacks what `function` needs
-/// (`needs`: tables, or `table.column`, in the order named), as the backfill
-/// does: 42P01 naming what is missing, with a hint to run install_ledger
-/// (idempotent: it adds what a ledger of an earlier version lacks).
-pub(crate) fn require(client: &mut SpiClient, ledger: &SchemaName, needs: &[&str], function: &'static str) {
-    let missing = client
-        .select(include_str!("../../sql/queries/ledger/missing.sql"), None, &[ledger.name.as_str().into(), needs.to_vec().into()])
-        .unwrap_or_else(|e| error!("runtime_sandbox: {function} could not read the catalog: {e}"))
-        .first()
-        .get::<Vec<String>>(1)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    if !missing.is_empty() {
-        ledger_missing(
-            "ledger_schema",
-            ledger,
-            &missing.join(", "),
-            &format!(
-                "{function} uses {}; install_ledger is idempotent and adds what a ledger of an earlier version lacks.",
-                needs.join(", ")
-            ),
-        );
-    }
+/// What keeps the ledger schema from serving the functions, with the DDL that
+/// fixes each problem (no rows means ready). Read-only; reads only catalogs.
+#[pg_extern(name = "check_ledger", stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn check_ledger_with_fixes(
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> TableIterator<
+    'static,
+    (name!(object, String), name!(problem, String), name!(fix, Option<String>), name!(severity, String)),
+> {
+    let schema = ledger_argument(ledger_schema);
+    let problems = checked(&schema).problems.clone();
+    TableIterator::new(problems.into_iter().map(|p| (p.object, p.problem, p.fix, p.severity.as_str().to_string())))
+}
+
+/// The 0.2.0 symbol (two columns), kept so a 0.2.0 catalog works until
+/// `ALTER EXTENSION runtime_sandbox UPDATE`.
+#[pg_extern(sql = false)]
+fn check_ledger(ledger_schema: Name) -> TableIterator<'static, (name!(object, String), name!(problem, String))> {
+    let schema = check_arg(schema_name("ledger_schema", ledger_schema.as_str()));
+    let problems = checked(&schema).problems.clone();
+    TableIterator::new(problems.into_iter().map(|p| (p.object, p.problem)))
 }

@@ -195,7 +195,7 @@ fn operations_latest_needs_a_fresh_snapshot() {
     // Every table it uses, checked up front: the snapshots' and reconcile_daytona's.
     assert!(got.starts_with("42P01 runtime_sandbox: ledger_schema \"op_fresh_old\" lacks the ledger's table(s) \
                              provider_inventory_snapshots, provider_inventory_items, reconciliation_runs, \
-                             reconciliation_runs.snapshot_id, runtime_sandbox_operations, runtime_sandbox_capacity_leases, \
+                             runtime_sandbox_operations, runtime_sandbox_capacity_leases, \
                              sandbox_cleanup_jobs_v2, sandbox_cleanup_events_v2, attempts | Point ledger_schema at the \
                              ledger's schema, or run SELECT runtime_sandbox.install_ledger('op_fresh_old')"),
             "{got}");

@@ -12,6 +12,7 @@ use crate::reconcile::summary::{self, Status, Summary};
 use crate::shell::types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema, raise_with_hint};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
+use crate::shell::spi::ReadValue;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::PgSqlErrorCode;
@@ -72,8 +73,8 @@ fn record_inventory_snapshot(
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
     let schema = existing_schema("ledger_schema", ledger_schema.as_str());
 
-    Spi::connect_mut(|client| {
-        crate::ledger::require(client, &schema, SNAPSHOT_NEEDS, "record_inventory_snapshot");
+    let access = crate::ledger::require(&schema, SNAPSHOT_NEEDS, "record_inventory_snapshot");
+    access.run(|| Spi::connect_mut(|client| {
         let ledger = Ledger { quoted: &schema.quoted };
         let (table, _) = execute(
             client,
@@ -86,16 +87,16 @@ fn record_inventory_snapshot(
                 items.operation_keys.into(),
             ],
         );
-        let snapshot_id = table.first().get::<i64>(1).ok().flatten().expect("INSERT ... RETURNING returns the id");
+        let snapshot_id = table.first().get::<i64>(1).read_value().expect("INSERT ... RETURNING returns the id");
         let (prunable, _) =
             execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS), &[provider.into(), (keep_last as i64).into(), snapshot_id.into()]);
-        let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).ok().flatten()).collect();
+        let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).read_value()).collect();
         // One snapshot at a time: each delete is an index range of its items.
         for id in prunable {
             execute(client, &ledger.sql(DELETE_SNAPSHOT), &[id.into()]);
         }
         snapshot_id
-    })
+    }))
 }
 
 /// Reconcile the ledger against the newest recorded Daytona snapshot.
@@ -116,8 +117,8 @@ fn reconcile_daytona_latest(
     let confirmations =
         check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
     let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
-    let summary = Spi::connect_mut(|client| {
-        crate::ledger::require(client, &options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
+    let access = crate::ledger::require(&options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
+    let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = reconcile::jit(client, "off");
         let started_at = reconcile::now();
         let (summary, reconciled) = if reconcile::take_guard(client, &options) {
@@ -132,12 +133,12 @@ fn reconcile_daytona_latest(
                 &ledger.sql(RECORD_SNAPSHOT_RUN),
                 &[started_at.into(), summary.status.as_str().into(), summary.to_json().into(), reconciled.into()],
             );
-            let run_id = table.first().get::<i64>(1).ok().flatten().unwrap_or(0);
+            let run_id = table.first().get::<i64>(1).read_value().unwrap_or(0);
             reconcile::alert(client, &options.ledger, run_id, &summary);
         }
         reconcile::jit(client, &previous);
         summary
-    });
+    }));
     reconcile::result_row(&summary)
 }
 
@@ -160,9 +161,9 @@ fn latest(
     let snapshots: Vec<(i64, TimestampWithTimeZone, bool)> = table
         .filter_map(|row| {
             Some((
-                row.get::<i64>(1).ok().flatten()?,
-                row.get::<TimestampWithTimeZone>(2).ok().flatten()?,
-                row.get::<bool>(3).ok().flatten().unwrap_or(false),
+                row.get::<i64>(1).read_value()?,
+                row.get::<TimestampWithTimeZone>(2).read_value()?,
+                row.get::<bool>(3).read_value().unwrap_or(false),
             ))
         })
         .collect();
@@ -177,7 +178,7 @@ fn latest(
 
     let (table, _) = execute(client, &ledger.sql(SNAPSHOT_ITEMS), &[newest.into()]);
     let table = table.first();
-    let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
+    let column = |c: usize| table.get::<Array<&str>>(c).read_value();
     let (sandbox_ids, routing_domains, operation_keys) = (column(1), column(2), column(3));
     let items: Vec<InventoryItem> = sandbox_ids
         .iter()
@@ -221,8 +222,9 @@ fn schedule_reconciliation(
     let ledger = existing_schema("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str());
     let job = job(job_name, RECONCILE_JOB, &ledger);
     let command = rules::reconcile_command(&ledger);
+    // The job will run as whoever schedules it: that role must be able to act as the ledger's owner.
+    crate::ledger::require(&ledger, &latest_needs(false), "schedule_reconciliation");
     Spi::connect_mut(|client| {
-        crate::ledger::require(client, &ledger, &latest_needs(false), "schedule_reconciliation");
         schedule_job(client, "schedule_reconciliation", &job, &schedule, &command)
     })
 }
@@ -255,8 +257,8 @@ fn schedule_sandbox_operation_backfill(
     let ledger = existing_schema("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str());
     let job = job(job_name, BACKFILL_JOB, &ledger);
     let command = rules::backfill_command(batch_size, max_batches, &ledger);
+    crate::ledger::require(&ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
     Spi::connect_mut(|client| {
-        crate::ledger::require(client, &ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
         schedule_job(client, "schedule_sandbox_operation_backfill", &job, &schedule, &command)
     })
 }
@@ -288,11 +290,11 @@ fn require_cron(client: &mut SpiClient, function: &'static str, command: Option<
         .select(CRON_INSTALLED, None, &[])
         .unwrap_or_else(|e| error!("runtime_sandbox: {function} could not read the catalog: {e}"))
         .first();
-    if table.get::<bool>(1).ok().flatten().unwrap_or(false) {
+    if table.get::<bool>(1).read_value().unwrap_or(false) {
         return;
     }
-    let cron_database = table.get::<String>(2).ok().flatten();
-    let here = table.get::<String>(3).ok().flatten().unwrap_or_default();
+    let cron_database = table.get::<String>(2).read_value();
+    let here = table.get::<String>(3).read_value().unwrap_or_default();
     let hint = match (cron_database, command) {
         (None, _) => "pg_cron is not loaded: add it to shared_preload_libraries, set cron.database_name, restart, \
                       then CREATE EXTENSION pg_cron in that database."

@@ -15,6 +15,7 @@ use crate::shell::types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema};
 use pgrx::datum::{Array, DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::heap_tuple::PgHeapTuple;
+use crate::shell::spi::ReadValue;
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiTupleTable};
 use pgrx::AllocatedByRust;
@@ -44,15 +45,8 @@ const SUMMARY_ROW: &str = include_str!("../../sql/queries/reconcile/summary_row.
 /// application's tables (a dry run needs nothing more).
 /// What a dry run reads, and what an apply also writes: checked before any
 /// work, so a schema without the ledger is an error naming ledger_schema.
-pub(crate) const READ_NEEDS: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
-pub(crate) const APPLY_NEEDS: &[&str] = &[
-    "runtime_sandbox_operations",
-    "runtime_sandbox_capacity_leases",
-    "sandbox_cleanup_jobs_v2",
-    "sandbox_cleanup_events_v2",
-    "attempts",
-    "reconciliation_runs",
-];
+pub(crate) const READ_NEEDS: &[&str] = crate::ledger::requirements::uses::RECONCILE_READ;
+pub(crate) const APPLY_NEEDS: &[&str] = crate::ledger::requirements::uses::RECONCILE_APPLY;
 
 /// The validated arguments every reconciliation takes.
 pub(crate) struct Options {
@@ -142,9 +136,9 @@ fn reconcile(
 ) -> PgHeapTuple<'static, AllocatedByRust> {
     let listing = validate_listing(inventory, inventory_captured_at);
     let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
-    let summary = Spi::connect_mut(|client| {
-        let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
-        crate::ledger::require(client, &options.ledger, needs, "reconcile_daytona");
+    let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
+    let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
+    let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = jit(client, "off");
         let started_at = now();
         let summary = if take_guard(client, &options) {
@@ -158,7 +152,7 @@ fn reconcile(
         }
         jit(client, &previous);
         summary
-    });
+    }));
     result_row(&summary)
 }
 
@@ -198,7 +192,7 @@ pub(crate) fn jit(client: &mut SpiClient, value: &str) -> String {
 /// Set a planner setting for this transaction; returns the value it replaces.
 fn setting(client: &mut SpiClient, name: &str, value: &str) -> String {
     let (table, _) = execute(client, SETTINGS, &[name.into(), value.into()]);
-    table.first().get::<String>(1).ok().flatten().unwrap_or_else(|| "on".into())
+    table.first().get::<String>(1).read_value().unwrap_or_else(|| "on".into())
 }
 
 /// Run `read` under these planner settings, then put the previous values
@@ -225,7 +219,7 @@ const THROUGH_PARTIAL_INDEX: &[(&str, &str)] = &[("enable_seqscan", "off"), ("en
 const PLAIN_PROBES: &[(&str, &str)] = &[("enable_bitmapscan", "off")];
 
 fn count(table: &SpiTupleTable, column: usize) -> i64 {
-    table.get::<i64>(column).ok().flatten().unwrap_or(0)
+    table.get::<i64>(column).read_value().unwrap_or(0)
 }
 
 /// Apply only: one apply per ledger at a time; false means another holds it
@@ -237,7 +231,7 @@ pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
         return true;
     }
     let (guard, _) = execute(client, OVERLAP_GUARD, &[options.ledger.name.as_str().into(), PROVIDER.into()]);
-    guard.first().get::<bool>(1).ok().flatten().unwrap_or(false)
+    guard.first().get::<bool>(1).read_value().unwrap_or(false)
 }
 
 pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) -> Summary {
@@ -260,7 +254,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     if !items.is_empty() {
         let started = Instant::now();
         let (table, _) = execute(client, &ledger.sql(RESERVED_LABELS), &[]);
-        let labels = table.first().get::<Array<&str>>(1).ok().flatten();
+        let labels = table.first().get::<Array<&str>>(1).read_value();
         let labels: Vec<&str> = labels.iter().flat_map(|a| a.iter().flatten()).collect();
         ownership = pairing::ownership(items, &labels);
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), ownership.reserved_rows);
@@ -285,9 +279,9 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     // Read through a bitmap of the current-operations index, in heap order.
     let (table, _) = planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[]));
     let table = table.first();
-    let column = |c: usize| table.get::<Array<&str>>(c).ok().flatten();
+    let column = |c: usize| table.get::<Array<&str>>(c).read_value();
     let (keys, sandbox_ids, routing_domains) = (column(1), column(2), column(3));
-    let live = table.get::<Array<bool>>(4).ok().flatten();
+    let live = table.get::<Array<bool>>(4).read_value();
     let operations = pairing::Operations {
         operation_keys: texts(&keys).into_iter().map(|k| k.unwrap_or_default()).collect(),
         sandbox_ids: texts(&sandbox_ids),
@@ -404,7 +398,7 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns
             &ledger.sql(RECOVER_RESERVED),
             &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
         );
-        return table.first().get::<Vec<String>>(2).ok().flatten().unwrap_or_default();
+        return table.first().get::<Vec<String>>(2).read_value().unwrap_or_default();
     }
     recover_in_steps(client, ledger, candidates)
 }
@@ -433,15 +427,15 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: Invento
     );
     let mut promoted: Vec<Promoted> = table
         .map(|row| {
-            let text = |c: usize| row.get::<String>(c).ok().flatten();
+            let text = |c: usize| row.get::<String>(c).read_value();
             Promoted {
                 key: text(1),
                 run_id: text(2),
-                attempt: row.get::<i32>(3).ok().flatten(),
+                attempt: row.get::<i32>(3).read_value(),
                 environment: text(4),
                 sandbox_id: text(5),
                 routing_domain: text(6),
-                position: row.get::<i64>(7).ok().flatten().unwrap_or(i64::MAX),
+                position: row.get::<i64>(7).read_value().unwrap_or(i64::MAX),
             }
         })
         .collect();
@@ -466,7 +460,7 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: Invento
         ],
     );
     let recorded: FastSet<(String, i32)> =
-        table.filter_map(|row| Some((row.get::<String>(1).ok().flatten()?, row.get::<i32>(2).ok().flatten()?))).collect();
+        table.filter_map(|row| Some((row.get::<String>(1).read_value()?, row.get::<i32>(2).read_value()?))).collect();
     let written: Vec<&Promoted> = all
         .into_iter()
         .filter(|p| matches!((&p.run_id, p.attempt), (Some(run), Some(attempt)) if recorded.contains(&(run.clone(), attempt))))
@@ -484,8 +478,8 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: Invento
     // order (as a scan of the leases would give them).
     let bound: crate::fast_hash::FastMap<String, (f64, f64)> = table
         .filter_map(|row| {
-            let place = (row.get::<f64>(2).ok().flatten()?, row.get::<f64>(3).ok().flatten()?);
-            Some((row.get::<String>(1).ok().flatten()?, place))
+            let place = (row.get::<f64>(2).read_value()?, row.get::<f64>(3).read_value()?);
+            Some((row.get::<String>(1).read_value()?, place))
         })
         .collect();
     let mut recovered: Vec<(&Promoted, (f64, f64))> = written
@@ -561,11 +555,11 @@ struct AbsentRows {
 impl AbsentRows {
     fn from_table(table: &SpiTupleTable, batch_size: usize) -> Self {
         let text = |c: usize| {
-            let mut values = table.get::<Vec<Option<String>>>(c).ok().flatten().unwrap_or_default();
+            let mut values = table.get::<Vec<Option<String>>>(c).read_value().unwrap_or_default();
             values.truncate(batch_size);
             values
         };
-        let mut attempts = table.get::<Vec<Option<i32>>>(5).ok().flatten().unwrap_or_default();
+        let mut attempts = table.get::<Vec<Option<i32>>>(5).read_value().unwrap_or_default();
         attempts.truncate(batch_size);
         Self { sandbox_ids: text(3), run_ids: text(4), attempts, environments: text(6), routing_domains: text(7) }
     }
@@ -670,7 +664,7 @@ impl<'t, const N: usize> Columns<'t, N> {
     fn read(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> Self {
         let (table, _) = execute(client, sql, params);
         let table = table.first();
-        Columns(std::array::from_fn(|c| table.get::<Array<'t, &'t str>>(c + 1).ok().flatten()))
+        Columns(std::array::from_fn(|c| table.get::<Array<'t, &'t str>>(c + 1).read_value()))
     }
 
     fn columns(&self) -> [Vec<Option<&str>>; N] {
@@ -688,7 +682,7 @@ fn distinct<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 
 fn run_count(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> i64 {
     let (table, _) = execute(client, sql, params);
-    table.first().get::<i64>(1).ok().flatten().unwrap_or(0)
+    table.first().get::<i64>(1).read_value().unwrap_or(0)
 }
 
 pub(crate) struct Capacity<'t> {
@@ -726,7 +720,7 @@ impl<'t> Capacity<'t> {
         if self.reach.is_none() {
             let (table, _) = execute(client, &ledger.sql(SIZES), &[]);
             let table = table.first();
-            let rows = |c: usize| table.get::<i64>(c).ok().flatten().unwrap_or(i64::MAX);
+            let rows = |c: usize| table.get::<i64>(c).read_value().unwrap_or(i64::MAX);
             self.reach = Some(reach::capacity_reach(self.listed, rows(1), rows(2)));
         }
         self.reach.expect("decided above")

@@ -3,8 +3,10 @@
 //!   SQLSTATE, DETAIL and HINT (`Raise`, `OrRaise`; `raise_arg` and `check` for
 //!   argument errors);
 //! - `spi`: catalog look-ups the shells run before their own statements;
+//! - `owner`: running statements as the owner of the tables they touch;
 //! - `types`: argument types pgrx does not map the way the extension needs.
 
+pub mod owner;
 pub mod raise;
 pub mod spi;
 pub mod types;

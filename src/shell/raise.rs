@@ -18,6 +18,8 @@ pub fn code(kind: Kind) -> PgSqlErrorCode {
         Kind::UnusableStoredValue => PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
         Kind::BrokenInstall => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         Kind::DataCorrupted => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+        Kind::UnusableLedger => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        Kind::NotOwner => PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
     }
 }
 

@@ -30,3 +30,16 @@ pub fn ledger_missing(argument: &'static str, schema: &SchemaName, missing: &str
     }
     Error::ledger_not_installed(argument, &schema.name, missing, uses).raise()
 }
+
+/// A result column read as the type the code expects. The statements cast
+/// what they read from the ledger, so a type that does not match is a bug:
+/// raised as an error, never read as NULL (or misread).
+pub trait ReadValue<T> {
+    fn read_value(self) -> Option<T>;
+}
+
+impl<T> ReadValue<T> for Result<Option<T>, pgrx::spi::SpiError> {
+    fn read_value(self) -> Option<T> {
+        self.unwrap_or_else(|e| error!("runtime_sandbox: a statement's result could not be read: {e}"))
+    }
+}

@@ -9,8 +9,10 @@
 -- it one): a join the planner could turn into a hash join scanning all of runs
 -- on every page. Siblings: attempts_from_start, attempts_from_cursor,
 -- attempts_after (the same statement from another keyset position).
-SELECT attempt.updated_at, attempt.run_id, attempt.attempt, run.org_id, attempt.resource_json,
-       run.found IS NOT NULL AS has_run
+-- Every column is read as the type the page reads in binary (the ledger's
+-- own columns may be varchar, bigint, timestamp, json or uuid).
+SELECT attempt.updated_at::timestamptz, attempt.run_id::text, attempt.attempt::integer, run.org_id::text,
+       attempt.resource_json::jsonb, run.found IS NOT NULL AS has_run
 FROM (
     SELECT attempt.updated_at, attempt.run_id, attempt.attempt, attempt.resource_json
     FROM @ledger@.attempts AS attempt

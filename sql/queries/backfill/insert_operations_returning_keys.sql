@@ -10,4 +10,4 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::t
             $9::timestamptz[])
      AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)
 ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-RETURNING operation_key
+RETURNING operation_key::text

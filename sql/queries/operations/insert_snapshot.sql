@@ -11,4 +11,4 @@ WITH snapshot AS (
     FROM snapshot,
          unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS item(sandbox_id, routing_domain, operation_key, ordinality)
 )
-SELECT snapshot_id FROM snapshot
+SELECT snapshot_id::bigint FROM snapshot

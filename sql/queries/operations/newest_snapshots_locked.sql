@@ -2,7 +2,7 @@
 -- captured within $2 of now. An apply's read: it locks them FOR KEY
 -- SHARE, so the snapshots stay until it commits (pruning skips them) and the
 -- older ones it confirms absences against cannot vanish mid-run.
-SELECT snapshot.snapshot_id, snapshot.captured_at, snapshot.captured_at >= clock_timestamp() - $2 AS fresh
+SELECT snapshot.snapshot_id::bigint, snapshot.captured_at::timestamptz, snapshot.captured_at >= clock_timestamp() - $2 AS fresh
 FROM @ledger@.provider_inventory_snapshots AS snapshot
 WHERE snapshot.provider = 'daytona'
 ORDER BY snapshot.captured_at DESC, snapshot.snapshot_id DESC

@@ -2,7 +2,7 @@
 -- recorded, whatever its capture time), locked for deletion. SKIP LOCKED: a
 -- snapshot a running reconciliation holds (FOR KEY SHARE) is left for the
 -- next recording to prune.
-SELECT snapshot.snapshot_id
+SELECT snapshot.snapshot_id::bigint
 FROM @ledger@.provider_inventory_snapshots AS snapshot
 WHERE snapshot.provider = $1
   AND snapshot.snapshot_id <> $3

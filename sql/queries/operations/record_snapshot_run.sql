@@ -11,4 +11,4 @@ WITH run AS (
     FROM run
     WHERE snapshot.snapshot_id = $4
 )
-SELECT id FROM run
+SELECT id::bigint FROM run

@@ -49,9 +49,9 @@ WITH candidates AS MATERIALIZED (
 )
 SELECT (SELECT count(*) FROM candidates),
        count(*),
-       array_agg(sandbox_id ORDER BY provider_created_at, operation_key),
-       array_agg(run_id ORDER BY provider_created_at, operation_key),
-       array_agg(attempt ORDER BY provider_created_at, operation_key),
-       array_agg(environment ORDER BY provider_created_at, operation_key),
-       array_agg(routing_domain ORDER BY provider_created_at, operation_key)
+       array_agg(sandbox_id::text ORDER BY provider_created_at, operation_key),
+       array_agg(run_id::text ORDER BY provider_created_at, operation_key),
+       array_agg(attempt::integer ORDER BY provider_created_at, operation_key),
+       array_agg(environment::text ORDER BY provider_created_at, operation_key),
+       array_agg(routing_domain::text ORDER BY provider_created_at, operation_key)
 FROM batch

@@ -1,5 +1,5 @@
 -- (sandbox, routing domain) of the leases $1 recovery just bound, as they are now.
-SELECT array_agg(lease.sandbox_id), array_agg(lease.routing_domain)
+SELECT array_agg(lease.sandbox_id::text), array_agg(lease.routing_domain::text)
 FROM unnest($1::text[]) AS probe(lease_id)
 CROSS JOIN LATERAL (
     SELECT lease.sandbox_id, lease.routing_domain

@@ -4,7 +4,7 @@
 -- second equality lets a ledger without it use its own index; both mean the
 -- same in a deterministic collation). OFFSET 0 keeps the lateral from
 -- becoming a join over the whole table.
-SELECT array_agg(cleanup.sandbox_id), array_agg(cleanup.routing_domain), array_agg(cleanup.run_id)
+SELECT array_agg(cleanup.sandbox_id::text), array_agg(cleanup.routing_domain::text), array_agg(cleanup.run_id::text)
 FROM unnest($1::text[]) AS probe(sandbox_id)
 CROSS JOIN LATERAL (
     SELECT cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id

@@ -4,7 +4,7 @@
 -- src/reconcile/pairing.rs). Only current operations are read, through a
 -- bitmap of the current-operations index (the shell turns off the scans that
 -- read the whole table, settings.sql); the deleted history never is.
-SELECT array_agg(operation_key), array_agg(sandbox_id), array_agg(routing_domain), array_agg(state = 'live')
+SELECT array_agg(operation_key::text), array_agg(sandbox_id::text), array_agg(routing_domain::text), array_agg(state = 'live')
 FROM @ledger@.runtime_sandbox_operations
 WHERE provider = 'daytona'
   AND environment = 'production'

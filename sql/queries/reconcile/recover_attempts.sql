@@ -23,11 +23,11 @@ WITH facts AS (
 UPDATE @ledger@.attempts AS attempt
 SET resource_json = CASE
         WHEN attempt.resource_json IS NULL THEN facts.resources
-        WHEN jsonb_typeof(attempt.resource_json) = 'array' THEN attempt.resource_json || facts.resources
-        ELSE jsonb_build_array(attempt.resource_json) || facts.resources
+        WHEN jsonb_typeof(attempt.resource_json::jsonb) = 'array' THEN attempt.resource_json::jsonb || facts.resources
+        ELSE jsonb_build_array(attempt.resource_json::jsonb) || facts.resources
     END,
     updated_at = clock_timestamp()
 FROM facts
 WHERE attempt.run_id = facts.run_id
   AND attempt.attempt = facts.attempt
-RETURNING attempt.run_id, attempt.attempt
+RETURNING attempt.run_id::text, attempt.attempt::integer

@@ -19,4 +19,4 @@ FROM unnest($1::text[], $2::text[], $3::text[]) AS promoted(operation_key, sandb
 WHERE lease.lease_id = promoted.operation_key
   AND target.lease_id = promoted.operation_key
   AND CASE WHEN lease.released_at IS NULL THEN true END
-RETURNING lease.lease_id, target.block, target.item
+RETURNING lease.lease_id::text, target.block, target.item

@@ -32,5 +32,5 @@ FROM (
     ) AS reserved
 ) AS found
 WHERE operation.operation_key = found.operation_key
-RETURNING operation.operation_key, operation.run_id, operation.attempt,
-          operation.environment, operation.sandbox_id, operation.routing_domain, found.position
+RETURNING operation.operation_key::text, operation.run_id::text, operation.attempt::integer,
+          operation.environment::text, operation.sandbox_id::text, operation.routing_domain::text, found.position

@@ -46,8 +46,8 @@ WITH inventory AS (
     UPDATE @ledger@.attempts AS attempt
     SET resource_json = CASE
             WHEN attempt.resource_json IS NULL THEN facts.resources
-            WHEN jsonb_typeof(attempt.resource_json) = 'array' THEN attempt.resource_json || facts.resources
-            ELSE jsonb_build_array(attempt.resource_json) || facts.resources
+            WHEN jsonb_typeof(attempt.resource_json::jsonb) = 'array' THEN attempt.resource_json::jsonb || facts.resources
+            ELSE jsonb_build_array(attempt.resource_json::jsonb) || facts.resources
         END,
         updated_at = clock_timestamp()
     FROM facts
@@ -76,6 +76,6 @@ WITH inventory AS (
     JOIN bound ON bound.lease_id = promoted.operation_key
     ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
 )
-SELECT count(*), coalesce(array_agg(bound.lease_id), '{}')
+SELECT count(*), coalesce(array_agg(bound.lease_id::text), '{}')
 FROM promoted
 JOIN bound ON bound.lease_id = promoted.operation_key

@@ -1,7 +1,7 @@
 -- (sandbox, routing domain) of the released Daytona leases of the sandboxes
 -- $1 (distinct), when the table holds too much history to read whole: a
 -- probe per sandbox, as deleted_probed.sql.
-SELECT array_agg(lease.sandbox_id), array_agg(lease.routing_domain)
+SELECT array_agg(lease.sandbox_id::text), array_agg(lease.routing_domain::text)
 FROM unnest($1::text[]) AS probe(sandbox_id)
 CROSS JOIN LATERAL (
     SELECT lease.sandbox_id, lease.routing_domain

@@ -5,7 +5,7 @@
 -- re-read per item. The lease is looked up per create by primary key (a
 -- subquery, not a join: reserved creates are few, and a join would hash the
 -- whole lease table for them).
-SELECT coalesce(array_agg(operation.provider_operation_token), '{}')
+SELECT coalesce(array_agg(operation.provider_operation_token::text), '{}')
 FROM @ledger@.runtime_sandbox_operations AS operation
 WHERE operation.provider = 'daytona'
   AND operation.environment = 'production'

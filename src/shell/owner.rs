@@ -1,0 +1,105 @@
+//! Statements on tables the caller does not own run as their owner.
+//!
+//! A ledger (or an application schema) belongs to the application's role,
+//! while the extension's functions are often run by a more privileged one (a
+//! superuser's pg_cron job, a migration role). Any code the tables carry —
+//! triggers, rules, defaults, CHECKs, domains, index expressions, policies —
+//! would run with the caller's privileges. PostgreSQL's own maintenance
+//! (VACUUM, ANALYZE, REFRESH MATERIALIZED VIEW) solves the same problem by
+//! switching to the table's owner inside a security-restricted operation;
+//! `as_owner` does exactly that:
+//! - the current user becomes the owner, with SECURITY_RESTRICTED_OPERATION
+//!   (no temporary objects, no SET ROLE, no cursors or prepared statements
+//!   that outlive the call) and SECURITY_LOCAL_USERID_CHANGE;
+//! - a new GUC nest level, rolled back on the way out, so nothing the owner's
+//!   code sets (search_path, role, ...) outlives the call;
+//! - on the way out (normal return or unwinding) the caller's user and
+//!   security context come back; an ERROR's transaction or subtransaction
+//!   abort restores both anyway.
+//!
+//! Who may switch is decided by the caller of `as_owner` (`may_act_as`): the
+//! owner itself, a member of its role, or a superuser.
+
+use pgrx::pg_sys;
+
+/// The caller's identity while the owner's is in effect.
+struct Restore {
+    user: pg_sys::Oid,
+    context: i32,
+    nest_level: i32,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        // SAFETY: plain assignments of backend globals (AtEOXact_GUC pops
+        // only the levels this call pushed, with their values).
+        unsafe {
+            pg_sys::AtEOXact_GUC(false, self.nest_level);
+            pg_sys::SetUserIdAndSecContext(self.user, self.context);
+        }
+    }
+}
+
+/// Run `work` as `owner`, in a security-restricted operation.
+pub fn as_owner<R>(owner: pg_sys::Oid, work: impl FnOnce() -> R) -> R {
+    let restore = unsafe {
+        let mut user = pg_sys::InvalidOid;
+        let mut context = 0i32;
+        pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+        pg_sys::SetUserIdAndSecContext(
+            owner,
+            context
+                | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32
+                | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
+        );
+        Restore { user, context, nest_level: pg_sys::NewGUCNestLevel() }
+    };
+    let result = work();
+    drop(restore);
+    result
+}
+
+/// The current user (the caller, outside `as_owner`).
+pub fn current_user() -> pg_sys::Oid {
+    unsafe { pg_sys::GetUserId() }
+}
+
+/// Whether the current user may act as `owner`: it is the owner, has the
+/// privileges of its role (membership with INHERIT), or is a superuser.
+pub fn may_act_as(owner: pg_sys::Oid) -> bool {
+    unsafe { pg_sys::has_privs_of_role(pg_sys::GetUserId(), owner) }
+}
+
+/// A role's name (for messages), or its OID when it has none any more.
+pub fn role_name(role: pg_sys::Oid) -> String {
+    unsafe {
+        let name = pg_sys::GetUserNameFromId(role, true);
+        if name.is_null() {
+            format!("{}", role.to_u32())
+        } else {
+            std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// Run `work` with the setting `name` = `value` for its duration only (a GUC
+/// nest level of its own, rolled back on the way out).
+pub fn with_setting<R>(name: &str, value: &str, work: impl FnOnce() -> R) -> R {
+    struct Level(i32);
+    impl Drop for Level {
+        fn drop(&mut self) {
+            // SAFETY: pops the level pushed below, restoring the previous value.
+            unsafe { pg_sys::AtEOXact_GUC(false, self.0) };
+        }
+    }
+    // SAFETY: pushes a GUC nest level.
+    let level = Level(unsafe { pg_sys::NewGUCNestLevel() });
+    pgrx::Spi::run_with_args(
+        "SELECT pg_catalog.set_config($1, $2, true)",
+        &[name.into(), value.into()],
+    )
+    .unwrap_or_else(|e| pgrx::error!("runtime_sandbox: setting {name} failed: {e}"));
+    let result = work();
+    drop(level);
+    result
+}
