@@ -20,6 +20,17 @@ use pgrx::prelude::*;
 
 ::pgrx::pg_module_magic!();
 
+/// pgrx attaches a Rust backtrace to the DETAIL of every PostgreSQL error
+/// that crosses Rust code when the server runs with RUST_BACKTRACE set: file
+/// paths and frames of the server's build, shown to any client. Backtraces
+/// are turned off for the library's backtraces (RUST_LIB_BACKTRACE takes
+/// precedence over RUST_BACKTRACE for them); a panic's own message still
+/// reaches the server log.
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    std::env::set_var("RUST_LIB_BACKTRACE", "0");
+}
+
 pub mod args;
 pub mod error;
 pub mod fast_hash;

@@ -20,6 +20,8 @@ fn repo() -> PathBuf {
 
 /// A ledger and an application schema with a little of everything the jobs touch.
 const SEED: &str = r#"
+DO $$ BEGIN CREATE ROLE runtime_sandbox_ledger NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+CREATE SCHEMA runtime_scheduler AUTHORIZATION runtime_sandbox_ledger;
 SELECT runtime_sandbox.install_ledger();
 SELECT runtime_sandbox.install_environment_tables();
 INSERT INTO runtime_scheduler.runs VALUES ('run-1', 'org-1'), ('run-2', 'org-1'), ('run-3', 'org-1'), ('run-a', 'org-1');

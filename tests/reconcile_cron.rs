@@ -3,6 +3,10 @@
 //! snapshot and a tick meeting a long run skips; schedule_sandbox_operation_
 //! backfill's job runs the COMMITting procedure as its single statement.
 //!
+//! The reconciliation's ledger belongs to a role of its own, which planted a
+//! trigger on the operations recording who runs it: the superuser's job runs
+//! it as that owner, never as the superuser.
+//!
 //! pg_cron schedules only from the database cron.database_name names
 //! ('postgres' on the scratch cluster, scripts/cluster.sh), so this test
 //! creates the extension there, in ledger schemas of its own, and drops it
@@ -15,6 +19,25 @@ use std::time::{Duration, Instant};
 
 const LEDGER: &str = "cron_ledger";
 const BACKFILL_LEDGER: &str = "cron_backfill";
+/// The reconciliation ledger's owner (not a superuser).
+const OWNER: &str = "rs_cron_ledger_owner";
+
+/// The owner's trigger on the operations: it records who runs it.
+fn plant_spy(db: &mut Client) {
+    db.batch_execute(&format!(
+        "SET ROLE {OWNER};
+         CREATE TABLE {LEDGER}.spy_log (who text, superuser text);
+         CREATE FUNCTION {LEDGER}.spy() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             INSERT INTO {LEDGER}.spy_log VALUES (current_user, current_setting('is_superuser'));
+             RETURN NULL;
+         END $$;
+         CREATE TRIGGER spy AFTER INSERT OR UPDATE ON {LEDGER}.runtime_sandbox_operations
+             FOR EACH STATEMENT EXECUTE FUNCTION {LEDGER}.spy();
+         RESET ROLE;"
+    ))
+    .unwrap();
+}
 
 fn setup(db: &mut Client) {
     db.batch_execute(&format!(
@@ -27,6 +50,8 @@ fn setup(db: &mut Client) {
          -- An earlier run's build may have left an older catalog here.
          DROP EXTENSION IF EXISTS runtime_sandbox CASCADE;
          CREATE EXTENSION runtime_sandbox;
+         DO $$ BEGIN CREATE ROLE {OWNER}; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+         CREATE SCHEMA {LEDGER} AUTHORIZATION {OWNER};
          SELECT runtime_sandbox.install_ledger('{LEDGER}');
          SELECT runtime_sandbox.install_ledger('{BACKFILL_LEDGER}');"
     ))
@@ -89,6 +114,7 @@ fn reconcile_cron_jobs_reconcile_the_latest_snapshot_and_a_tick_meeting_a_long_r
         )
         .unwrap()
         .get(0);
+    plant_spy(&mut db);
     let reconcile_job: i64 = db
         .query_one(&format!("SELECT runtime_sandbox.schedule_reconciliation('* * * * *', ledger_schema => '{LEDGER}')"), &[])
         .unwrap()
@@ -136,6 +162,14 @@ fn reconcile_cron_jobs_reconcile_the_latest_snapshot_and_a_tick_meeting_a_long_r
         ("k1=live,k2=deleted".to_string(), "k1".to_string(), "sb2=deleted".to_string(), 1)
     );
     assert_eq!(ledger.get::<_, Option<i64>>(4), Some(run_id));
+    // The superuser's job ran the owner's trigger as the owner.
+    let ran_as: Vec<(String, String)> = db
+        .query(&format!("SELECT DISTINCT who, superuser FROM {LEDGER}.spy_log"), &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(ran_as, [(OWNER.to_string(), "off".to_string())]);
 
     // A long run (an apply held open here) meets the next tick: the tick skips.
     let mut long = common::connect("postgres");

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const OPERATOR: &str = "rs_upgrade_operator";
+/// The role that owns the ledger (its schema and tables), as an application's role does.
+const LEDGER_OWNER: &str = "rs_upgrade_ledger";
 const UPGRADED: &str = "it_upgrade_from_0_1_0";
 const FRESH: &str = "it_upgrade_fresh";
 
@@ -74,7 +76,12 @@ fn one(c: &mut Client, sql: &str) -> String {
 
 /// Ledgers, data and user objects made with 0.1.0's functions only.
 const DATA_0_1_0: &str = r#"
+CREATE SCHEMA runtime_scheduler AUTHORIZATION rs_upgrade_ledger;
+GRANT EXECUTE ON FUNCTION runtime_sandbox.install_ledger(name) TO rs_upgrade_ledger;
+SET ROLE rs_upgrade_ledger;
 SELECT runtime_sandbox.install_ledger();
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION runtime_sandbox.install_ledger(name) FROM rs_upgrade_ledger;
 INSERT INTO runtime_scheduler.runs (run_id, org_id)
 VALUES ('run-1', 'org-1'), ('run-2', 'org-1'), ('run-3', 'org-1'), ('run-a', 'org-1'), ('run-b', 'org-2');
 INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json) VALUES
@@ -317,7 +324,12 @@ fn update_from_0_1_0_equals_a_fresh_install_and_keeps_data_grants_and_dependents
     for db in [UPGRADED, FRESH] {
         admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).unwrap();
     }
-    admin.batch_execute(&format!("DROP ROLE IF EXISTS {OPERATOR}; CREATE ROLE {OPERATOR} LOGIN")).unwrap();
+    admin
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {OPERATOR}; CREATE ROLE {OPERATOR} LOGIN;
+             DROP ROLE IF EXISTS {LEDGER_OWNER}; CREATE ROLE {LEDGER_OWNER}"
+        ))
+        .unwrap();
 
     // 0.1.0, used as 0.1.0 was.
     let mut old = recreate(UPGRADED);
@@ -359,6 +371,14 @@ fn update_from_0_1_0_equals_a_fresh_install_and_keeps_data_grants_and_dependents
     updated.batch_execute("SELECT runtime_sandbox.install_ledger('runtime_scheduler')").unwrap();
     assert_eq!(user_data(&mut updated), data_after, "install_ledger after the update changed data");
     assert_eq!(one(&mut updated, "SELECT count(*)::text FROM runtime_sandbox.check_ledger()"), "0");
+    // Since 0.3.0 the ledger's statements run as its owner: an operator that worked with table grants is
+    // told what to grant (docs/upgrading.md), and works again once it has it.
+    let refused = operator_answers(UPGRADED);
+    assert!(
+        refused[0].starts_with(&format!("ERROR: runtime_sandbox: reconcile_daytona runs on schema \"runtime_scheduler\" as its owner \"{LEDGER_OWNER}\"")),
+        "{refused:?}"
+    );
+    updated.batch_execute(&format!("GRANT {LEDGER_OWNER} TO {OPERATOR}")).unwrap();
     let answers_after = operator_answers(UPGRADED);
     for ((sql, before), after) in OPERATOR_CALLS.iter().zip(&answers_before).zip(&answers_after) {
         assert_eq!(after, before, "the operator's call answers differently after the update (a grant lost?):\n  {sql}");
@@ -378,7 +398,7 @@ fn update_from_0_1_0_equals_a_fresh_install_and_keeps_data_grants_and_dependents
     for db in [UPGRADED, FRESH] {
         admin.batch_execute(&format!("DROP DATABASE {db} WITH (FORCE)")).unwrap();
     }
-    admin.batch_execute(&format!("DROP ROLE {OPERATOR}")).unwrap();
+    admin.batch_execute(&format!("DROP ROLE {OPERATOR}; DROP ROLE {LEDGER_OWNER}")).unwrap();
 }
 
 /// The update scripts never CASCADE (that would drop users' views and columns silently) and are never

@@ -35,6 +35,9 @@ pub struct Relation {
     pub forced_row_security: bool,
     pub policies: Vec<String>,
     pub triggers: Vec<String>,
+    /// Constraints and triggers that are DEFERRABLE INITIALLY DEFERRED.
+    #[serde(default)]
+    pub deferred: Vec<String>,
     pub rules: Vec<String>,
     pub checks_calling_functions: Vec<String>,
     /// The relation's comment (install_ledger's fingerprint of the health view).
@@ -400,8 +403,40 @@ fn check_table(
     for trigger in &relation.triggers {
         out.push(notice(format!("trigger {}", quoted_name(trigger))));
     }
+    for deferred in &relation.deferred {
+        out.push(Problem {
+            table: Some(name),
+            object: object.clone(),
+            problem: format!(
+                "{} is DEFERRABLE INITIALLY DEFERRED: it fires at COMMIT, which PostgreSQL does not let the functions \
+                 queue when they run as the owner {} for another role; only the owner can run them on this table",
+                quoted_name(deferred),
+                facts.owner
+            ),
+            fix: Some(format!(
+                "ALTER TABLE {quoted}.{name} ALTER CONSTRAINT {} NOT DEFERRABLE; -- a constraint trigger: re-create it NOT DEFERRABLE",
+                quote_ident(deferred)
+            )),
+            severity: Severity::Warning,
+        });
+    }
     for rule in &relation.rules {
-        out.push(notice(format!("rule {}", quoted_name(rule))));
+        if name == "runs" {
+            // Only read: its rules never fire.
+            out.push(notice(format!("rule {}", quoted_name(rule))));
+        } else {
+            out.push(Problem {
+                table: Some(name),
+                object: object.clone(),
+                problem: format!(
+                    "rule {}: PostgreSQL refuses INSERT ... ON CONFLICT and data-modifying WITH on a table with rules, \
+                     which the functions' writes are",
+                    quoted_name(rule)
+                ),
+                fix: Some(format!("DROP RULE {} ON {quoted}.{name};", quote_ident(rule))),
+                severity: Severity::Error,
+            });
+        }
     }
     if relation.row_security {
         let policies = if relation.policies.is_empty() { "no policies".to_string() } else { relation.policies.join(", ") };

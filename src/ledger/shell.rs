@@ -148,6 +148,10 @@ pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'stat
     let Some(facts) = &checked.facts else {
         Error::ledger_schema_missing("ledger_schema", &ledger.name).raise()
     };
+    let owner = pg_sys::Oid::from(facts.owner_oid);
+    if !owner::may_act_as(owner) {
+        Error::not_owner(function, &ledger.name, &facts.owner, &owner::role_name(owner::current_user())).raise();
+    }
     let blocking: Vec<&Problem> = checked.problems.iter().filter(|p| p.blocks(&tables)).collect();
     let mut missing: Vec<String> = Vec::new();
     for table in &tables {
@@ -188,10 +192,6 @@ pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'stat
             ledger.name
         ))
         .raise();
-    }
-    let owner = pg_sys::Oid::from(facts.owner_oid);
-    if !owner::may_act_as(owner) {
-        Error::not_owner(function, &ledger.name, &facts.owner, &owner::role_name(owner::current_user())).raise();
     }
     Access { owner }
 }

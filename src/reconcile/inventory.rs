@@ -47,6 +47,21 @@ pub fn js_trim(value: &str) -> &str {
     value.trim_matches(is_js_whitespace)
 }
 
+/// The longest id (sandboxId, routingDomain, operationKey) accepted, in
+/// bytes: the ledger's keys are B-tree index entries, which hold at most a
+/// third of a page, and an identity key holds two of them.
+pub const MAX_ID_BYTES: usize = 1000;
+
+fn bounded<'v>(index: usize, key: &str, value: &'v str) -> Result<&'v str, ArgError> {
+    if value.len() > MAX_ID_BYTES {
+        return Err(item_error(
+            index,
+            format!("{key} is {} bytes long; at most {MAX_ID_BYTES} bytes fit the ledger's index keys", value.len()),
+        ));
+    }
+    Ok(value)
+}
+
 fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
     ArgError::new("inventory", format!("element {index}: {reason}"))
 }
@@ -66,7 +81,7 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgEr
     fn optional<'v>(index: usize, object: &Container<'v>, key: &str) -> Result<Option<&'v str>, ArgError> {
         match object.get(key.as_bytes()).map_err(unreadable)? {
             None | Some(Item::Null) => Ok(None),
-            Some(Item::String(s)) => Ok(blank_is_null(Some(text(s)?))),
+            Some(Item::String(s)) => blank_is_null(Some(text(s)?)).map(|v| bounded(index, key, v)).transpose(),
             Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", other.kind()))),
         }
     }
@@ -93,6 +108,7 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgEr
         if sandbox_id.is_empty() {
             return Err(item_error(index, "sandboxId is blank"));
         }
+        let sandbox_id = bounded(index, "sandboxId", sandbox_id)?;
         let key = (sandbox_id, optional(index, &object, "routingDomain")?, optional(index, &object, "operationKey")?);
         if seen.insert(key) {
             items.push(InventoryItem::new(key.0, key.1, key.2));
@@ -245,6 +261,24 @@ mod tests {
             }).collect();
             let text = serde_json::to_string(&elements).unwrap();
             prop_assert_eq!(parse_inventory(&text), naive(&text));
+        }
+    }
+
+    #[test]
+    fn ids_longer_than_an_index_key_are_refused() {
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        let ok = "y".repeat(MAX_ID_BYTES);
+        assert!(parse_inventory(&format!(r#"[{{"sandboxId": "{ok}", "operationKey": "{ok}", "routingDomain": "{ok}"}}]"#)).is_ok());
+        for (field, json) in [
+            ("sandboxId", format!(r#"[{{"sandboxId": "{long}"}}]"#)),
+            ("routingDomain", format!(r#"[{{"sandboxId": "a", "routingDomain": "{long}"}}]"#)),
+            ("operationKey", format!(r#"[{{"sandboxId": "a", "operationKey": "{long}"}}]"#)),
+        ] {
+            let err = parse_inventory(&json).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("invalid argument inventory: element 0: {field} is 1001 bytes long; at most 1000 bytes fit the ledger's index keys")
+            );
         }
     }
 }

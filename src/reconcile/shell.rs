@@ -592,7 +592,7 @@ pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, su
         Status::BlockedUnownedSandboxes => format!(
             "{} listed sandboxes are owned by no operation (first: {}); nothing was seeded or marked absent",
             summary.unmatched_provider_sandbox_ids.len(),
-            summary.unmatched_provider_sandbox_ids.first().map(String::as_str).unwrap_or("")
+            crate::args::prefix(summary.unmatched_provider_sandbox_ids.first().map(String::as_str).unwrap_or(""), 100)
         ),
         _ => match summary.snapshot_id {
             Some(id) => format!("the newest Daytona snapshot ({id}) is older than max_snapshot_age; nothing was reconciled"),

@@ -209,3 +209,30 @@ fn stock_binary_reader_agrees_with_text_on_documents() {
         "SELECT jsonb_agg(jsonb_build_object('n', i, 's', md5(i::text))) FROM generate_series(1, 500) AS i",
     );
 }
+
+/// An error raised inside an SPI statement of the extension reaches the
+/// client without a Rust backtrace, even with RUST_BACKTRACE set.
+#[pg_test]
+fn stock_no_rust_backtrace_reaches_the_client() {
+    std::env::set_var("RUST_BACKTRACE", "full");
+    Spi::run("SELECT runtime_sandbox.install_ledger('bt_ledger')").unwrap();
+    // The ledger owner's trigger fails the backfill's checkpoint write inside its SPI statement.
+    Spi::run(
+        "CREATE FUNCTION bt_ledger.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+         CREATE TRIGGER refuse BEFORE INSERT ON bt_ledger.control FOR EACH ROW EXECUTE FUNCTION bt_ledger.refuse()",
+    )
+    .unwrap();
+    Spi::run(
+        "DO $$ BEGIN PERFORM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, 'bt_ledger');
+         EXCEPTION WHEN OTHERS THEN
+             DECLARE d text; m text; BEGIN
+                 GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, m = MESSAGE_TEXT;
+                 PERFORM set_config('bt.report', coalesce(m, '') || ' | ' || coalesce(d, ''), true);
+             END;
+         END $$",
+    )
+    .unwrap();
+    let report = Spi::get_one::<String>("SELECT current_setting('bt.report', true)").unwrap().unwrap_or_default();
+    assert!(report.starts_with("refused"), "{report}");
+    assert!(!report.contains("backtrace") && !report.contains(".rs:"), "{report}");
+}

@@ -41,6 +41,12 @@ SELECT pg_catalog.jsonb_build_object(
             'triggers', (SELECT coalesce(pg_catalog.jsonb_agg(t.tgname ORDER BY t.tgname), '[]')
                          FROM pg_catalog.pg_trigger AS t
                          WHERE t.tgrelid = r.oid AND NOT t.tgisinternal),
+            -- Triggers that fire at COMMIT (constraint triggers, deferred
+            -- foreign keys and unique keys): named by their constraint.
+            'deferred', (SELECT coalesce(pg_catalog.jsonb_agg(DISTINCT coalesce(k.conname, t.tgname)), '[]')
+                         FROM pg_catalog.pg_trigger AS t
+                         LEFT JOIN pg_catalog.pg_constraint AS k ON k.oid = t.tgconstraint
+                         WHERE t.tgrelid = r.oid AND t.tgdeferrable AND t.tginitdeferred),
             'rules', (SELECT coalesce(pg_catalog.jsonb_agg(w.rulename ORDER BY w.rulename), '[]')
                       FROM pg_catalog.pg_rewrite AS w
                       WHERE w.ev_class = r.oid
