@@ -487,3 +487,81 @@ fn wait_for_recovery() {
         assert!(started.elapsed().as_secs() < 60, "the server did not come back after the crash");
     }
 }
+
+/// A role with only CREATE on a database builds, in a schema of its own, the ledger shapes that crashed or
+/// confused earlier versions (an org_id of type uuid, a json resource_json, a sandboxId nested 11,000 levels
+/// deep, bigint attempts, a 1 MB id) and calls every function executable by PUBLIC on it: nothing crashes or
+/// hangs the server (a watcher connection opened first keeps its backend), and nothing is an XX000.
+#[test]
+fn a_role_with_only_create_cannot_crash_the_server_through_public_functions() {
+    const ROLE: &str = "rs_only_create";
+    const DB: &str = "bad_calls_only_create";
+    let mut admin = common::connect("postgres");
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("DROP ROLE IF EXISTS {ROLE}")).unwrap();
+    admin.batch_execute(&format!("CREATE ROLE {ROLE} LOGIN")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {DB}")).unwrap();
+    let mut su = common::connect(DB);
+    su.batch_execute(&format!("CREATE EXTENSION runtime_sandbox; GRANT CREATE ON DATABASE {DB} TO {ROLE}")).unwrap();
+    let mut watcher = common::connect(DB);
+    let watcher_pid: i32 = watcher.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+
+    let mut role = postgres::Client::connect(
+        &format!("host=127.0.0.1 port={} user={ROLE} dbname={DB} options='-c statement_timeout=60s'", common::port()),
+        postgres::NoTls,
+    )
+    .unwrap();
+    role.batch_execute(
+        r#"CREATE SCHEMA mine;
+           CREATE TABLE mine.runs (run_id text PRIMARY KEY, org_id uuid NOT NULL);
+           CREATE TABLE mine.attempts (run_id text, attempt bigint, resource_json json, updated_at timestamp DEFAULT now(),
+                                       PRIMARY KEY (run_id, attempt));
+           CREATE TABLE mine.control (key text PRIMARY KEY, value json);
+           CREATE TABLE mine.runtime_sandbox_operations (operation_key text PRIMARY KEY, provider text, run_id text, attempt int,
+               org_id text, environment text DEFAULT 'production', sandbox_id text, routing_domain text,
+               routing_domain_key text GENERATED ALWAYS AS (coalesce(routing_domain, '')) STORED, state text DEFAULT 'reserved',
+               provider_operation_token text, provider_created_at timestamptz, delete_confirmed_at timestamptz,
+               updated_at timestamptz DEFAULT now(), UNIQUE (provider, sandbox_id, routing_domain_key));
+           CREATE TYPE mine.runtime_sandbox_operation_state AS ENUM ('reserved', 'live', 'deleting', 'deleted');
+           INSERT INTO mine.runs VALUES ('r1', gen_random_uuid()), ('r2', gen_random_uuid()), ('r3', gen_random_uuid());
+           INSERT INTO mine.attempts (run_id, attempt, resource_json) VALUES
+             ('r1', 1, '[{"kind": "daytona_sandbox", "sandboxId": "ok-1"}]'),
+             ('r2', 1, ('[{"kind": "daytona_sandbox", "sandboxId": ' || repeat('[', 11000) || '1' || repeat(']', 11000) || '}]')::json),
+             ('r3', 1, json_build_array(json_build_object('kind', 'daytona_sandbox', 'sandboxId', repeat('x', 1000000))));"#,
+    )
+    .unwrap_or_else(|e| panic!("the role's schema: {}", common::db_message(&e)));
+    let calls = [
+        "SELECT * FROM runtime_sandbox.check_ledger('mine')",
+        "SELECT * FROM runtime_sandbox.install_ledger_ddl('mine')",
+        "SELECT * FROM runtime_sandbox.preview_sandbox_operation_backfill(10, NULL, 'mine')",
+        "SELECT * FROM runtime_sandbox.backfill_status('mine')",
+        "SELECT * FROM runtime_sandbox.managed_environment_drift('mine')",
+        "SELECT runtime_sandbox.stock_hash(resource_json::jsonb) FROM mine.attempts",
+        "SELECT runtime_sandbox.stable_json(resource_json::jsonb) FROM mine.attempts",
+        "SELECT runtime_sandbox.managed_resource_status(repeat('x', 1000000), NULL, NULL, NULL)",
+    ];
+    let mut outcomes = Vec::new();
+    for call in calls {
+        let outcome = match role.batch_execute(call) {
+            Ok(()) => "ok".to_string(),
+            Err(e) => {
+                let db = e.as_db_error().unwrap_or_else(|| panic!("{call}: the connection was lost (a crash?): {e}"));
+                assert!(!db.code().code().starts_with("XX"), "{call}: an unforeseen error: {}", db.message());
+                assert_ne!(db.code().code(), "57014", "{call}: ran past the statement timeout");
+                format!("{} {}", db.code().code(), db.message())
+            }
+        };
+        outcomes.push(format!("{call}: {outcome}"));
+    }
+    // The page reads the deep sandboxId as the application's ->> does (its text), and the page of three.
+    let page: String = role
+        .query_one("SELECT scanned_attempts::text FROM runtime_sandbox.preview_sandbox_operation_backfill(10, NULL, 'mine')", &[])
+        .unwrap_or_else(|e| panic!("{}\n{outcomes:#?}", common::db_message(&e)))
+        .get(0);
+    assert_eq!(page, "3");
+    let still: i32 = watcher.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    assert_eq!(still, watcher_pid, "the server restarted: {outcomes:#?}");
+    drop((role, su, watcher));
+    admin.batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("DROP ROLE {ROLE}")).unwrap();
+}

@@ -29,7 +29,10 @@ fn plant_spy(db: &mut Client) {
          CREATE TABLE {LEDGER}.spy_log (who text, superuser text);
          CREATE FUNCTION {LEDGER}.spy() RETURNS trigger LANGUAGE plpgsql AS $$
          BEGIN
-             INSERT INTO {LEDGER}.spy_log VALUES (current_user, current_setting('is_superuser'));
+             -- (pg_roles: the is_superuser setting follows the session's role, not the user a
+             -- security-restricted operation switched to.)
+             INSERT INTO {LEDGER}.spy_log
+             SELECT current_user, CASE WHEN rolsuper THEN 'on' ELSE 'off' END FROM pg_roles WHERE rolname = current_user;
              RETURN NULL;
          END $$;
          CREATE TRIGGER spy AFTER INSERT OR UPDATE ON {LEDGER}.runtime_sandbox_operations

@@ -53,6 +53,8 @@ pub fn statements() -> Vec<Statement> {
 pub struct Step {
     /// What it creates or changes (`table runs`, `column runs.org_id`, ...).
     pub object: String,
+    /// The existing table it changes (a column, key or index added to it).
+    pub table: Option<&'static str>,
     pub sql: String,
     /// An index on a table that already exists (may be built CONCURRENTLY).
     pub index_on_existing_table: bool,
@@ -83,11 +85,12 @@ pub fn plan(quoted: &str, facts: Option<&Facts>) -> Vec<Step> {
         match statement.kind {
             "type" => {
                 match facts.types.iter().find(|t| t.name == statement.name) {
-                    None => steps.push(Step { object: format!("type {}", statement.name), sql: sql(statement.sql), index_on_existing_table: false }),
+                    None => steps.push(Step { object: format!("type {}", statement.name), sql: sql(statement.sql), index_on_existing_table: false, table: None }),
                     Some(t) if t.kind == "e" && statement.name == OPERATION_STATE => {
                         // Labels an earlier (or the application's) enum lacks.
                         for label in OPERATION_STATES.iter().filter(|l| !t.labels.iter().any(|x| x == *l)) {
                             steps.push(Step {
+                                table: None,
                                 object: format!("enum label {}.{label}", statement.name),
                                 sql: format!("ALTER TYPE {quoted}.{} ADD VALUE IF NOT EXISTS '{label}'", statement.name),
                                 index_on_existing_table: false,
@@ -98,13 +101,14 @@ pub fn plan(quoted: &str, facts: Option<&Facts>) -> Vec<Step> {
                 }
             }
             "table" => match relation(statement.name) {
-                None => steps.push(Step { object: format!("table {}", statement.name), sql: sql(statement.sql), index_on_existing_table: false }),
+                None => steps.push(Step { object: format!("table {}", statement.name), sql: sql(statement.sql), index_on_existing_table: false, table: None }),
                 Some(r) if r.kind == "r" || r.kind == "p" => {
                     let table = TABLES.iter().find(|t| t.name == statement.name).expect("a listed table");
                     let columns = r.columns.as_deref().unwrap_or(&[]);
                     for column in table.columns {
                         if !columns.iter().any(|c| c.name == column.name) {
                             steps.push(Step {
+                                table: Some(table.name),
                                 object: format!("column {}.{}", table.name, column.name),
                                 sql: format!("ALTER TABLE {quoted}.{} ADD COLUMN {} {}", table.name, column.name, sql(column.add)),
                                 index_on_existing_table: false,
@@ -120,6 +124,7 @@ pub fn plan(quoted: &str, facts: Option<&Facts>) -> Vec<Step> {
                         let name = format!("{}_{}_key", table.name, key.join("_"));
                         if !found && !has_index_named(&name) {
                             steps.push(Step {
+                                table: Some(table.name),
                                 object: format!("unique key {}", name),
                                 sql: format!("CREATE UNIQUE INDEX {name} ON {quoted}.{} ({})", table.name, key.join(", ")),
                                 index_on_existing_table: true,
@@ -130,11 +135,13 @@ pub fn plan(quoted: &str, facts: Option<&Facts>) -> Vec<Step> {
                 Some(_) => {} // a view or another relation in its place: the check reports it
             },
             "index" => {
-                let table = statement.sql.split(" ON @ledger@.").nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("");
+                let on = statement.sql.split(" ON @ledger@.").nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("");
+                let table = TABLES.iter().find(|t| t.name == on).map(|t| t.name).unwrap_or_else(|| panic!("index on {on}"));
                 let table_ready = relation(table).is_some_and(|r| r.kind == "r" || r.kind == "p");
                 let table_new = relation(table).is_none();
                 if !has_index_named(statement.name) && (table_ready || table_new) {
                     steps.push(Step {
+                        table: table_ready.then_some(table),
                         object: format!("index {}", statement.name),
                         sql: sql(statement.sql),
                         index_on_existing_table: table_ready,
@@ -151,6 +158,7 @@ pub fn plan(quoted: &str, facts: Option<&Facts>) -> Vec<Step> {
                 };
                 if stale {
                     steps.push(Step {
+                        table: None,
                         object: format!("view {}", statement.name),
                         sql: format!(
                             "{}; COMMENT ON VIEW {quoted}.{} IS '{}'",
@@ -165,7 +173,24 @@ pub fn plan(quoted: &str, facts: Option<&Facts>) -> Vec<Step> {
             _ => unreachable!(),
         }
     }
+    // A label added in this transaction cannot be used before it commits
+    // (PostgreSQL: "unsafe use of new value"): what names one waits for the
+    // next run.
+    let added: Vec<String> = steps
+        .iter()
+        .filter(|s| s.object.starts_with("enum label "))
+        .map(|s| format!("'{}'", s.object.rsplit('.').next().unwrap_or_default()))
+        .collect();
+    if !added.is_empty() {
+        steps.retain(|s| s.object.starts_with("enum label ") || !added.iter().any(|label| s.sql.contains(label.as_str())));
+    }
     steps
+}
+
+/// Whether `steps` add enum labels (the objects that name them are then left
+/// to the next run, in a later transaction).
+pub fn adds_labels(steps: &[Step]) -> bool {
+    steps.iter().any(|s| s.object.starts_with("enum label "))
 }
 
 /// A step as a migration tool runs it: an index on an existing table built
@@ -232,6 +257,8 @@ mod tests {
         facts.types[0].labels.retain(|l| l != "deleting");
         let steps: Vec<String> = plan("\"l\"", Some(&facts)).into_iter().map(|s| s.object).collect();
         assert!(steps.contains(&"enum label runtime_sandbox_operation_state.deleting".to_string()), "{steps:?}");
+        // The indexes naming 'deleting' wait for a later transaction.
+        assert!(!steps.contains(&"index runtime_sandbox_operations_current_idx".to_string()), "{steps:?}");
         assert!(steps.contains(&"column reconciliation_runs.snapshot_id".to_string()), "{steps:?}");
         assert!(steps.contains(&"table provider_inventory_items".to_string()), "{steps:?}");
         assert!(steps.contains(&"index provider_inventory_items_sandbox_idx".to_string()), "{steps:?}");
@@ -240,9 +267,9 @@ mod tests {
 
     #[test]
     fn concurrent_index_builds_for_existing_tables() {
-        let step = Step { object: "index i".into(), sql: "CREATE INDEX i ON \"l\".t (a)".into(), index_on_existing_table: true };
+        let step = Step { object: "index i".into(), table: None, sql: "CREATE INDEX i ON \"l\".t (a)".into(), index_on_existing_table: true };
         assert_eq!(concurrently(&step), "CREATE INDEX CONCURRENTLY IF NOT EXISTS i ON \"l\".t (a)");
-        let step = Step { object: "unique key k".into(), sql: "CREATE UNIQUE INDEX k ON \"l\".t (a)".into(), index_on_existing_table: true };
+        let step = Step { object: "unique key k".into(), table: None, sql: "CREATE UNIQUE INDEX k ON \"l\".t (a)".into(), index_on_existing_table: true };
         assert_eq!(concurrently(&step), "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS k ON \"l\".t (a)");
     }
 }

@@ -253,7 +253,15 @@ fn run_install(schema: &SchemaName) {
         .hint(foreign.iter().filter_map(|p| p.fix.as_deref()).collect::<Vec<_>>().join(" "))
         .raise();
     }
-    let steps = install::plan(&schema.quoted, facts.as_ref());
+    // Keys and indexes over a column of a type the statements cannot use are not
+    // built (they may not even be buildable): the check after the run names the column.
+    let mistyped: Vec<&'static str> = check::check(&schema.name, &schema.quoted, facts.as_ref())
+        .into_iter()
+        .filter(|p| p.severity == Severity::Error && p.problem.starts_with("is "))
+        .filter_map(|p| p.table)
+        .collect();
+    let mut steps = install::plan(&schema.quoted, facts.as_ref());
+    steps.retain(|step| step.table.is_none_or(|t| !mistyped.contains(&t) || step.object.starts_with("column ")));
     if !steps.is_empty() {
         owner::as_owner(owner, || {
             for step in &steps {
@@ -262,6 +270,13 @@ fn run_install(schema: &SchemaName) {
                 });
             }
         });
+    }
+    if install::adds_labels(&steps) {
+        notice!(
+            "runtime_sandbox: install_ledger added labels to {}.runtime_sandbox_operation_state; the indexes that name \
+             them are created by the next install_ledger (a new label is usable once this transaction commits)",
+            schema.quoted
+        );
     }
     let problems: Vec<Problem> = check::check(&schema.name, &schema.quoted, read_facts(schema).as_ref())
         .into_iter()

@@ -1,0 +1,400 @@
+//! Ledgers an application's own migrations made: 45 shapes that differ from install_ledger's (column types,
+//! domains, collations, nullability, extra columns with and without defaults, extra and missing indexes, other
+//! unique keys, enums with extra or missing labels, triggers, rules, policies, partitioned tables, tables owned
+//! by another role, views in place of tables). Each ledger gets the same rows, then every function runs on it.
+//!
+//! - Supported shapes: check_ledger reports no error; every call gives the same answer, and every table the
+//!   same rows, as on the canonical ledger (install_ledger's own) run beside it.
+//! - Unsupported shapes: check_ledger reports an error row, and every function that uses the table refuses the
+//!   ledger (55000, or 42P01 for a missing table) before any work: the rows are unchanged.
+//! - Either way: no call is an XX000 (a condition the code did not foresee), and the server never restarts (a
+//!   watcher connection opened first is still the same backend at the end).
+
+mod common;
+
+use postgres::Client;
+
+const DB: &str = "it_adoption";
+const OTHER_OWNER: &str = "rs_adoption_other";
+
+/// A shape: its name, the DDL that makes it from a fresh ledger in schema `@s@` (run after install_ledger),
+/// DDL run before install_ledger (the application's tables existed first), and whether the functions support it.
+struct Shape {
+    name: &'static str,
+    before: &'static str,
+    after: &'static str,
+    /// The table the functions cannot use ("" for a supported shape).
+    broken: &'static str,
+}
+
+const fn ok(name: &'static str, after: &'static str) -> Shape {
+    Shape { name, before: "", after, broken: "" }
+}
+
+const fn refused(name: &'static str, broken: &'static str, after: &'static str) -> Shape {
+    Shape { name, before: "", after, broken }
+}
+
+const SHAPES: &[Shape] = &[
+    ok("canonical", ""),
+    ok("operations_sandbox_varchar", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE varchar(64)"),
+    ok("leases_ids_varchar", "ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN lease_id TYPE varchar(64), ALTER COLUMN sandbox_id TYPE varchar(64), ALTER COLUMN run_id TYPE varchar(64), ALTER COLUMN org_id TYPE varchar(64)"),
+    ok("cleanup_ids_varchar", "ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN sandbox_id TYPE varchar(255), ALTER COLUMN run_id TYPE varchar(255)"),
+    ok("every_id_varchar", "ALTER TABLE @s@.runs ALTER COLUMN run_id TYPE varchar(100);
+        ALTER TABLE @s@.attempts ALTER COLUMN run_id TYPE varchar(100);
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN operation_key TYPE varchar(100), ALTER COLUMN run_id TYPE varchar(100),
+            ALTER COLUMN org_id TYPE varchar(100), ALTER COLUMN provider TYPE varchar(20), ALTER COLUMN provider_operation_token TYPE varchar(100);
+        ALTER TABLE @s@.sandbox_cleanup_events_v2 ALTER COLUMN sandbox_id TYPE varchar(100), ALTER COLUMN event_type TYPE varchar(100)"),
+    ok("sandbox_id_domains", "CREATE DOMAIN @s@.sandbox_ref AS text CHECK (VALUE <> '');
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE @s@.sandbox_ref;
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN sandbox_id TYPE @s@.sandbox_ref;
+        ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN sandbox_id TYPE @s@.sandbox_ref"),
+    ok("domain_over_domain", "CREATE DOMAIN @s@.id_text AS text; CREATE DOMAIN @s@.lease_ref AS @s@.id_text NOT NULL;
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN lease_id TYPE @s@.lease_ref"),
+    ok("citext_ids", "CREATE EXTENSION IF NOT EXISTS citext WITH SCHEMA public;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE public.citext;
+        ALTER TABLE @s@.provider_inventory_items ALTER COLUMN sandbox_id TYPE public.citext"),
+    ok("attempt_bigint", "ALTER TABLE @s@.attempts ALTER COLUMN attempt TYPE bigint;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN attempt TYPE bigint"),
+    ok("attempt_smallint", "ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN attempt TYPE smallint;
+        ALTER TABLE @s@.sandbox_cleanup_events_v2 ALTER COLUMN attempt TYPE bigint, ALTER COLUMN cleanup_attempt TYPE smallint"),
+    ok("timestamps_without_time_zone", "ALTER TABLE @s@.attempts ALTER COLUMN updated_at TYPE timestamp;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN provider_created_at TYPE timestamp, ALTER COLUMN updated_at TYPE timestamp;
+        ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN deleted_at TYPE timestamp, ALTER COLUMN available_at TYPE timestamp;
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN released_at TYPE timestamp, ALTER COLUMN expires_at TYPE timestamp"),
+    ok("state_as_text", "DROP INDEX @s@.runtime_sandbox_operations_live_age_idx, @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN state DROP DEFAULT, ALTER COLUMN state TYPE text, ALTER COLUMN state SET DEFAULT 'reserved'"),
+    ok("state_as_varchar", "DROP INDEX @s@.runtime_sandbox_operations_live_age_idx, @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN state DROP DEFAULT, ALTER COLUMN state TYPE varchar(16), ALTER COLUMN state SET DEFAULT 'reserved'"),
+    ok("resource_json_as_json", "ALTER TABLE @s@.attempts ALTER COLUMN resource_json TYPE json"),
+    ok("details_and_control_as_json", "ALTER TABLE @s@.sandbox_cleanup_events_v2 ALTER COLUMN details_json DROP DEFAULT, ALTER COLUMN details_json TYPE json, ALTER COLUMN details_json SET DEFAULT '{}';
+        ALTER TABLE @s@.control ALTER COLUMN value TYPE json"),
+    ok("org_id_uuid", "ALTER TABLE @s@.runs ALTER COLUMN org_id TYPE uuid USING org_id::uuid"),
+    ok("extra_nullable_columns", "ALTER TABLE @s@.runtime_sandbox_operations ADD COLUMN note text;
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ADD COLUMN tier int;
+        ALTER TABLE @s@.sandbox_cleanup_events_v2 ADD COLUMN origin text"),
+    ok("extra_not_null_with_defaults", "ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ADD COLUMN tenant text NOT NULL DEFAULT 'acme';
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ADD COLUMN region text NOT NULL DEFAULT 'eu';
+        ALTER TABLE @s@.runtime_sandbox_operations ADD COLUMN created_by text NOT NULL DEFAULT current_user"),
+    ok("extra_generated_and_identity", "ALTER TABLE @s@.runtime_sandbox_operations ADD COLUMN provider_upper text GENERATED ALWAYS AS (upper(provider)) STORED;
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY"),
+    ok("extra_indexes", "CREATE INDEX ON @s@.runtime_sandbox_operations (org_id);
+        CREATE INDEX ON @s@.sandbox_cleanup_jobs_v2 (status, available_at);
+        CREATE UNIQUE INDEX ON @s@.runtime_sandbox_operations (operation_key, provider)"),
+    ok("unique_key_in_other_column_order", "ALTER TABLE @s@.runtime_sandbox_operations DROP CONSTRAINT runtime_sandbox_operations_identity_key,
+            ADD CONSTRAINT app_identity UNIQUE (sandbox_id, routing_domain_key, provider)"),
+    ok("wider_indexes", "DROP INDEX @s@.runtime_sandbox_capacity_leases_sandbox_idx;
+        CREATE INDEX ON @s@.runtime_sandbox_capacity_leases (sandbox_id, org_id)"),
+    ok("enum_with_extra_labels", "ALTER TYPE @s@.runtime_sandbox_operation_state ADD VALUE 'archived';
+        ALTER TYPE @s@.runtime_sandbox_operation_state ADD VALUE 'provisioning' BEFORE 'reserved'"),
+    ok("updated_at_trigger", "CREATE FUNCTION @s@.touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated_at := now(); RETURN NEW; END $$;
+        CREATE TRIGGER touch BEFORE UPDATE ON @s@.runtime_sandbox_operations FOR EACH ROW EXECUTE FUNCTION @s@.touch();
+        CREATE TRIGGER touch BEFORE UPDATE ON @s@.sandbox_cleanup_jobs_v2 FOR EACH ROW EXECUTE FUNCTION @s@.touch()"),
+    ok("audit_trigger", "CREATE TABLE @s@.audit (at timestamptz DEFAULT now(), tab text, op text);
+        CREATE FUNCTION @s@.audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO @s@.audit (tab, op) VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END $$;
+        CREATE TRIGGER audit AFTER INSERT OR UPDATE OR DELETE ON @s@.sandbox_cleanup_jobs_v2 FOR EACH ROW EXECUTE FUNCTION @s@.audit();
+        CREATE TRIGGER audit AFTER INSERT OR UPDATE ON @s@.runtime_sandbox_capacity_leases FOR EACH STATEMENT EXECUTE FUNCTION @s@.audit()"),
+    ok("check_constraints", "ALTER TABLE @s@.runtime_sandbox_operations ADD CONSTRAINT provider_known CHECK (provider IN ('daytona', 'modal'));
+        ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ADD CONSTRAINT status_known CHECK (status IN ('pending', 'deleting', 'deleted'))"),
+    ok("row_level_security_not_forced", "ALTER TABLE @s@.runtime_sandbox_capacity_leases ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY tenant ON @s@.runtime_sandbox_capacity_leases USING (org_id = current_setting('app.org', true))"),
+    ok("bytewise_collation", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE text COLLATE \"C\";
+        ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN sandbox_id TYPE text COLLATE \"C\""),
+    ok("posix_collation", "ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN sandbox_id TYPE text COLLATE \"POSIX\""),
+    ok("control_key_varchar", "ALTER TABLE @s@.control ALTER COLUMN key TYPE varchar(200)"),
+    ok("partitioned_events", "DROP TABLE @s@.sandbox_cleanup_events_v2;
+        CREATE TABLE @s@.sandbox_cleanup_events_v2 (id bigint GENERATED BY DEFAULT AS IDENTITY, provider text NOT NULL, sandbox_id text NOT NULL,
+            routing_domain text, run_id text NOT NULL, attempt integer NOT NULL, cleanup_attempt integer NOT NULL DEFAULT 0, lease_owner text,
+            event_type text NOT NULL, details_json jsonb NOT NULL DEFAULT '{}', created_at timestamptz NOT NULL DEFAULT now())
+            PARTITION BY LIST (provider);
+        CREATE TABLE @s@.sandbox_cleanup_events_daytona PARTITION OF @s@.sandbox_cleanup_events_v2 FOR VALUES IN ('daytona');
+        CREATE TABLE @s@.sandbox_cleanup_events_other PARTITION OF @s@.sandbox_cleanup_events_v2 DEFAULT;
+        CREATE INDEX ON @s@.sandbox_cleanup_events_v2 (provider, sandbox_id)"),
+    ok("deferred_trigger_run_by_its_owner", "CREATE FUNCTION @s@.later() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+        CREATE CONSTRAINT TRIGGER later AFTER INSERT ON @s@.sandbox_cleanup_events_v2 DEFERRABLE INITIALLY DEFERRED
+            FOR EACH ROW EXECUTE FUNCTION @s@.later()"),
+    ok("missing_indexes", "DROP INDEX @s@.runtime_sandbox_operations_token_idx, @s@.sandbox_cleanup_events_v2_sandbox_idx, @s@.attempts_backfill_keyset_idx,
+            @s@.runtime_sandbox_capacity_leases_released_idx, @s@.sandbox_cleanup_jobs_v2_terminal_idx"),
+    Shape {
+        name: "enum_made_without_two_labels",
+        before: "CREATE TYPE @s@.runtime_sandbox_operation_state AS ENUM ('reserved', 'live')",
+        after: "",
+        broken: "",
+    },
+    Shape {
+        name: "older_ledger_without_snapshot_tables",
+        before: "",
+        after: "DROP VIEW @s@.reconciliation_health; DROP TABLE @s@.provider_inventory_items, @s@.provider_inventory_snapshots;
+                ALTER TABLE @s@.reconciliation_runs DROP COLUMN snapshot_id;
+                SELECT runtime_sandbox.install_ledger('@s@')",
+        broken: "",
+    },
+    refused("lease_id_uuid", "runtime_sandbox_capacity_leases", "ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN lease_id TYPE uuid USING gen_random_uuid()"),
+    refused("sandbox_id_uuid", "sandbox_cleanup_jobs_v2", "DROP INDEX @s@.sandbox_cleanup_jobs_v2_terminal_idx;
+        ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN sandbox_id TYPE uuid USING gen_random_uuid()"),
+    refused("sandbox_id_char", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE char(36)"),
+    refused("attempt_numeric", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN attempt TYPE numeric"),
+    refused("control_value_text", "control", "ALTER TABLE @s@.control ALTER COLUMN value TYPE text"),
+    refused("dry_run_text", "reconciliation_runs", "ALTER TABLE @s@.reconciliation_runs ALTER COLUMN dry_run TYPE text"),
+    refused("created_at_date", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN provider_created_at TYPE date"),
+    refused("extra_not_null_without_default", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations ADD COLUMN created_by text NOT NULL DEFAULT 'x';
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN created_by DROP DEFAULT"),
+    refused("events_not_null_without_default", "sandbox_cleanup_events_v2", "ALTER TABLE @s@.sandbox_cleanup_events_v2 ADD COLUMN actor text NOT NULL"),
+    refused("routing_domain_not_null", "runtime_sandbox_capacity_leases", "UPDATE @s@.runtime_sandbox_capacity_leases SET routing_domain = '' WHERE routing_domain IS NULL;
+        ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN routing_domain SET NOT NULL"),
+    // install_ledger adds the key the application's table lacks.
+    ok("identity_key_added_by_install_ledger", "ALTER TABLE @s@.sandbox_cleanup_jobs_v2 DROP CONSTRAINT sandbox_cleanup_jobs_v2_identity_key,
+            ADD CONSTRAINT app_key UNIQUE (provider, sandbox_id);
+        SELECT runtime_sandbox.install_ledger('@s@')"),
+    refused("rule_on_cleanups", "sandbox_cleanup_jobs_v2", "CREATE RULE keep AS ON UPDATE TO @s@.sandbox_cleanup_jobs_v2 DO ALSO NOTIFY cleanups"),
+    refused("runs_is_a_view", "runs", "ALTER TABLE @s@.runs RENAME TO runs_data; CREATE VIEW @s@.runs AS SELECT * FROM @s@.runs_data"),
+    refused("leases_owned_by_another_role", "runtime_sandbox_capacity_leases", "ALTER TABLE @s@.runtime_sandbox_capacity_leases OWNER TO rs_adoption_other"),
+    refused("state_type_is_a_domain", "runtime_sandbox_operations", "ALTER TYPE @s@.runtime_sandbox_operation_state RENAME TO state_enum;
+        CREATE DOMAIN @s@.runtime_sandbox_operation_state AS text CHECK (VALUE IN ('reserved', 'live', 'deleting', 'deleted'))"),
+];
+
+/// The same rows in every ledger (values as literals, so they coerce to the shape's types).
+const SEED: &str = r#"
+INSERT INTO @s@.runs (run_id, org_id) VALUES
+  ('run-1', '00000000-0000-0000-0000-00000000000a'), ('run-2', '00000000-0000-0000-0000-00000000000a'),
+  ('run-3', '00000000-0000-0000-0000-00000000000a'), ('run-4', '00000000-0000-0000-0000-00000000000b'),
+  ('run-5', '00000000-0000-0000-0000-00000000000b'), ('run-a', '00000000-0000-0000-0000-00000000000a');
+INSERT INTO @s@.attempts (run_id, attempt, updated_at, resource_json) VALUES
+  ('run-3', 1, '2026-01-02 00:00:00+00', NULL),
+  ('run-a', 1, '2026-01-01 00:00:00+00', '[{"kind": "daytona_sandbox", "sandboxId": "dt-1"}, {"kind": "modal_sandbox", "sandboxId": "mo-1", "modalAppId": "app-7"}]'),
+  ('run-4', 1, '2026-01-01 00:00:01+00', '{"kind": "daytona_sandbox", "sandboxId": "dt-2", "daytonaOrganizationId": "eu"}');
+INSERT INTO @s@.runtime_sandbox_operations
+       (operation_key, provider, run_id, attempt, org_id, sandbox_id, routing_domain, state, provider_operation_token, provider_created_at)
+VALUES ('op-1', 'daytona', 'run-1', 1, 'org-1', 'sb-1', NULL, 'live', 'label-1', now() - interval '2 hours'),
+       ('op-2', 'daytona', 'run-2', 1, 'org-1', 'sb-2', NULL, 'live', 'label-2', now() - interval '2 hours'),
+       ('op-3', 'daytona', 'run-3', 1, 'org-1', NULL, NULL, 'reserved', 'label-3', NULL),
+       ('op-4', 'daytona', 'run-4', 1, 'org-2', 'sb-4', 'eu', 'live', 'label-4', now() - interval '3 hours'),
+       ('op-5', 'daytona', 'run-5', 1, 'org-2', 'sb-5', NULL, 'deleting', 'label-5', now() - interval '3 hours'),
+       ('op-6', 'daytona', 'run-5', 2, 'org-2', 'sb-6', 'eu', 'live', 'label-6', now() - interval '3 hours');
+INSERT INTO @s@.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, routing_domain, expires_at)
+VALUES ('op-3', 'org-1', 'run-3', NULL, NULL, NULL, NULL),
+       ('op-4', 'org-2', 'run-4', 'daytona', 'sb-4', 'eu', now());
+INSERT INTO @s@.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, routing_domain, status, deleted_at)
+VALUES ('daytona', 'sb-4', 'run-4', 1, 'eu', 'deleted', now() - interval '1 hour'),
+       ('daytona', 'sb-6', 'run-5', 2, 'eu', 'pending', NULL);
+"#;
+
+const ALL: &[&str] = &[
+    "runs",
+    "attempts",
+    "runtime_sandbox_operations",
+    "sandbox_cleanup_jobs_v2",
+    "sandbox_cleanup_events_v2",
+    "runtime_sandbox_capacity_leases",
+    "control",
+    "reconciliation_runs",
+    "provider_inventory_snapshots",
+    "provider_inventory_items",
+];
+const NONE: &[&str] = &[];
+const RECONCILE_READ: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
+const RECONCILE_APPLY: &[&str] = &[
+    "runtime_sandbox_operations",
+    "runtime_sandbox_capacity_leases",
+    "sandbox_cleanup_jobs_v2",
+    "sandbox_cleanup_events_v2",
+    "attempts",
+    "reconciliation_runs",
+];
+const SNAPSHOT: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
+const BACKFILL: &[&str] = &["attempts", "control", "runs", "runtime_sandbox_operations"];
+
+/// The calls, in order, each answering one text line, with the tables each works on (docs/reference.md).
+const CALLS: &[(&str, &[&str])] = &[
+    ("SELECT count(*) FILTER (WHERE severity = 'error')::text FROM runtime_sandbox.check_ledger('@s@')", NONE),
+    ("SELECT 'installed' FROM (SELECT runtime_sandbox.install_ledger('@s@')) AS done", ALL),
+    (r#"SELECT (provider_sandbox_count, matched_live_sandboxes, unmatched_provider_sandbox_ids, live_leases_to_seed, absent_ledger_rows,
+               seeded_leases, released_terminal_leases, marked_deleted, recovered_reserved_operations, has_more_absent_ledger_rows,
+               status, absent_candidates, live_operations)::text
+         FROM runtime_sandbox.reconcile_daytona('[{"sandboxId": "sb-1", "operationKey": "label-1"}, {"sandboxId": "sb-9", "operationKey": "label-3"},
+               {"sandboxId": "sb-5"}, {"sandboxId": "sb-6", "routingDomain": "eu"}]', now(), true, ledger_schema => '@s@', max_absent_ratio => 1)"#,
+     RECONCILE_READ),
+    (r#"SELECT (provider_sandbox_count, matched_live_sandboxes, unmatched_provider_sandbox_ids, live_leases_to_seed, absent_ledger_rows,
+               seeded_leases, released_terminal_leases, marked_deleted, recovered_reserved_operations, has_more_absent_ledger_rows,
+               status, absent_candidates, live_operations)::text
+         FROM runtime_sandbox.reconcile_daytona('[{"sandboxId": "sb-1", "operationKey": "label-1"}, {"sandboxId": "sb-9", "operationKey": "label-3"},
+               {"sandboxId": "sb-5"}, {"sandboxId": "sb-6", "routingDomain": "eu"}]', now(), false, ledger_schema => '@s@', max_absent_ratio => 1)"#,
+     RECONCILE_APPLY),
+    (r#"SELECT (runtime_sandbox.record_inventory_snapshot('daytona', '[{"sandboxId": "sb-1"}, {"sandboxId": "sb-9"}]', now() - interval '1 minute', ledger_schema => '@s@') > 0)::text"#,
+     SNAPSHOT),
+    (r#"SELECT (runtime_sandbox.record_inventory_snapshot('daytona', '[{"sandboxId": "sb-9"}, {"sandboxId": "sb-5"}]', now(), keep_last => 2, ledger_schema => '@s@') > 0)::text"#,
+     SNAPSHOT),
+    ("SELECT (matched_live_sandboxes, absent_ledger_rows, marked_deleted, seeded_leases, status, confirming_snapshots)::text
+       FROM runtime_sandbox.reconcile_daytona_latest(false, absent_confirmations => 2, minimum_age => '0', max_absent_ratio => 1, ledger_schema => '@s@')",
+     &[
+         "runtime_sandbox_operations",
+         "runtime_sandbox_capacity_leases",
+         "sandbox_cleanup_jobs_v2",
+         "sandbox_cleanup_events_v2",
+         "attempts",
+         "reconciliation_runs",
+         "provider_inventory_snapshots",
+         "provider_inventory_items",
+     ]),
+    ("SELECT (scanned_attempts, inserted_operations, has_more, (next_cursor).run_id, targets)::text FROM runtime_sandbox.preview_sandbox_operation_backfill(2, NULL, '@s@')", BACKFILL),
+    ("SELECT (scanned_attempts, inserted_operations, has_more, targets)::text FROM runtime_sandbox.backfill_sandbox_operations(1, NULL, '@s@')", BACKFILL),
+    ("SELECT (phase, batches, scanned_attempts, projected_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(true, 10, 1, '@s@')", BACKFILL),
+    ("SELECT (phase, batches, scanned_attempts, inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, '@s@')", BACKFILL),
+    ("CALL runtime_sandbox.run_sandbox_operation_backfill(1, ledger_schema => '@s@')", BACKFILL),
+    ("SELECT (phase, attempts_remaining)::text FROM runtime_sandbox.backfill_status('@s@')", BACKFILL),
+];
+
+/// Every table's rows, as text, in the columns install_ledger's tables have (clock values as NULL or not).
+const CONTENTS: &str = r#"
+SELECT concat_ws(E'\n--\n',
+  (SELECT string_agg(concat_ws('|', run_id, org_id), ',' ORDER BY run_id::text) FROM @s@.runs),
+  (SELECT string_agg(concat_ws('|', run_id, attempt, regexp_replace(resource_json::jsonb::text, '"billingStartedAt": [0-9.e+]+', '')), ','
+                     ORDER BY run_id::text, attempt) FROM @s@.attempts),
+  (SELECT string_agg(concat_ws('|', operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain,
+                               routing_domain_key, state, provider_operation_token, provider_created_at IS NULL, delete_confirmed_at IS NULL),
+                     ',' ORDER BY operation_key::text) FROM @s@.runtime_sandbox_operations),
+  (SELECT string_agg(concat_ws('|', provider, sandbox_id, run_id, attempt, environment, routing_domain, status, lease_owner,
+                               deleted_at IS NULL, last_error), ',' ORDER BY sandbox_id::text, routing_domain_key::text) FROM @s@.sandbox_cleanup_jobs_v2),
+  (SELECT string_agg(concat_ws('|', provider, sandbox_id, routing_domain, run_id, attempt, cleanup_attempt, lease_owner, event_type,
+                               details_json::jsonb), ',' ORDER BY sandbox_id::text, event_type::text) FROM @s@.sandbox_cleanup_events_v2),
+  (SELECT string_agg(concat_ws('|', lease_id, org_id, run_id, provider, sandbox_id, routing_domain, expires_at IS NULL, released_at IS NULL),
+                     ',' ORDER BY lease_id::text) FROM @s@.runtime_sandbox_capacity_leases),
+  (SELECT string_agg(concat_ws('|', key, value::jsonb), ',' ORDER BY key::text) FROM @s@.control),
+  (SELECT string_agg(concat_ws('|', provider, dry_run, status, summary::jsonb - 'diagnostics'), ',' ORDER BY id) FROM @s@.reconciliation_runs),
+  (SELECT string_agg(concat_ws('|', provider, item_count, reconciled_run_id IS NULL), ',' ORDER BY snapshot_id) FROM @s@.provider_inventory_snapshots),
+  (SELECT string_agg(concat_ws('|', item_index, sandbox_id, operation_key, routing_domain), ',' ORDER BY snapshot_id, item_index)
+     FROM @s@.provider_inventory_items))
+"#;
+
+fn sql(template: &str, schema: &str) -> String {
+    template.replace("@s@", schema)
+}
+
+/// Each call's answer (`ERROR SQLSTATE message` for an error, which is also rolled back); only the calls
+/// `pick` chooses (others answer "skipped").
+fn run_calls(c: &mut Client, schema: &str, pick: impl Fn(&[&str]) -> bool) -> Vec<String> {
+    CALLS
+        .iter()
+        .map(|&(call, tables)| {
+            if !pick(tables) {
+                return "skipped".to_string();
+            }
+            let sql = sql(call, schema);
+            match c.simple_query(&sql) {
+                Ok(messages) => messages
+                    .iter()
+                    .find_map(|m| match m {
+                        postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).unwrap_or("NULL").to_string()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "done".into()),
+                Err(e) => {
+                    let db = e.as_db_error().unwrap_or_else(|| panic!("{schema}: the connection was lost (a crash?): {e}\n  {sql}"));
+                    format!("ERROR {} {}", db.code().code(), db.message())
+                }
+            }
+        })
+        .collect()
+}
+
+fn contents(c: &mut Client, schema: &str) -> String {
+    c.query_one(&sql(CONTENTS, schema), &[])
+        .unwrap_or_else(|e| panic!("{schema} contents: {}", common::db_message(&e)))
+        .get::<_, Option<String>>(0)
+        .unwrap_or_default()
+}
+
+/// A fresh ledger of the shape in `schema`, seeded.
+fn build(c: &mut Client, schema: &str, shape: &Shape) {
+    // One transaction each: an enum label install_ledger adds is usable once committed.
+    for ddl in [
+        format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; {}", sql(shape.before, schema)),
+        format!("SELECT runtime_sandbox.install_ledger('{schema}')"),
+        sql(SEED, schema),
+        sql(shape.after, schema),
+    ] {
+        c.batch_execute(&ddl).unwrap_or_else(|e| panic!("{}: building the ledger: {}\n{ddl}", shape.name, common::db_message(&e)));
+    }
+}
+
+fn pid(c: &mut Client) -> i32 {
+    c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0)
+}
+
+#[test]
+fn every_function_works_on_supported_shapes_and_refuses_the_others_cleanly() {
+    assert!(SHAPES.len() >= 45, "{} shapes", SHAPES.len());
+    let mut admin = common::connect("postgres");
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("DROP ROLE IF EXISTS {OTHER_OWNER}; CREATE ROLE {OTHER_OWNER}")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {DB}")).unwrap();
+    let mut watcher = common::connect(DB);
+    let watcher_pid = pid(&mut watcher);
+    let mut c = common::connect(DB);
+    c.batch_execute("CREATE EXTENSION runtime_sandbox; SET client_min_messages = warning").unwrap();
+
+    let canonical = &SHAPES[0];
+    build(&mut c, "canon", canonical);
+    let want_answers = run_calls(&mut c, "canon", |_| true);
+    let want_rows = contents(&mut c, "canon");
+    for ((call, _), answer) in CALLS.iter().zip(&want_answers) {
+        assert!(!answer.starts_with("ERROR"), "the canonical ledger failed a call: {answer}\n  {call}");
+    }
+
+    let mut failures = Vec::new();
+    for (i, shape) in SHAPES.iter().enumerate().skip(1) {
+        let schema = format!("shape_{i}");
+        build(&mut c, &schema, shape);
+        let errors: i64 = c
+            .query_one(&format!("SELECT count(*) FROM runtime_sandbox.check_ledger('{schema}') WHERE severity = 'error'"), &[])
+            .unwrap()
+            .get(0);
+        let unforeseen = |answers: &[String], failures: &mut Vec<String>| {
+            for ((call, _), answer) in CALLS.iter().zip(answers) {
+                if answer.starts_with("ERROR XX") {
+                    failures.push(format!("{}: an unforeseen error: {answer}\n  {call}", shape.name));
+                }
+            }
+        };
+        if shape.broken.is_empty() {
+            let answers = run_calls(&mut c, &schema, |_| true);
+            unforeseen(&answers, &mut failures);
+            if errors != 0 {
+                failures.push(format!("{}: check_ledger reports {errors} errors on a supported shape", shape.name));
+            }
+            for (((call, _), want), got) in CALLS.iter().zip(&want_answers).zip(&answers) {
+                if want != got {
+                    failures.push(format!("{}: {call}\n    canonical {want}\n    shape     {got}", shape.name));
+                }
+            }
+            let rows = contents(&mut c, &schema);
+            if rows != want_rows {
+                failures.push(format!("{}: the tables differ from the canonical ledger's:\n{rows}\n-- canonical --\n{want_rows}", shape.name));
+            }
+        } else {
+            if errors == 0 {
+                failures.push(format!("{}: check_ledger reports no error on an unsupported shape", shape.name));
+            }
+            // Every call that works on the broken table refuses the ledger before any work...
+            let before = contents(&mut c, &schema);
+            let answers = run_calls(&mut c, &schema, |tables| tables.contains(&shape.broken));
+            unforeseen(&answers, &mut failures);
+            for ((call, tables), answer) in CALLS.iter().zip(&answers) {
+                if tables.contains(&shape.broken) && !(answer.starts_with("ERROR 55000 ") || answer.starts_with("ERROR 42P01 ")) {
+                    failures.push(format!("{}: not refused: {answer}\n  {call}", shape.name));
+                }
+            }
+            if contents(&mut c, &schema) != before {
+                failures.push(format!("{}: a refused call changed the ledger", shape.name));
+            }
+            // ...and the others work, or fail cleanly.
+            let answers = run_calls(&mut c, &schema, |tables| !tables.contains(&shape.broken));
+            unforeseen(&answers, &mut failures);
+        }
+    }
+    assert_eq!(pid(&mut watcher), watcher_pid, "the watcher's backend changed");
+    assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
+    drop((c, watcher));
+    admin.batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)")).unwrap();
+    admin.batch_execute(&format!("DROP ROLE {OTHER_OWNER}")).unwrap();
+}
