@@ -105,6 +105,18 @@ impl Scan {
         attempt.has_run || !self.rules.with_runs_only
     }
 
+    /// What the page can still take of this attempt: its resources after
+    /// this ordinal (the cursor's, inside the attempt the page starts in),
+    /// at most this many. Reading only that window keeps a page's cost to
+    /// the page inside an attempt of any size.
+    pub fn window(&self, attempt: &AttemptKey) -> (i32, usize) {
+        let after = match &self.after {
+            Some(after) if after.attempt == *attempt => after.ordinal,
+            _ => 0,
+        };
+        (after, self.rules.wanted() - self.resources.len())
+    }
+
     /// The next fetched attempt, in keyset order, with its sandbox resources
     /// (empty when `reads` said no).
     pub fn push(&mut self, attempt: Attempt, found: Vec<Resource>) {

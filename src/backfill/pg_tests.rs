@@ -765,3 +765,28 @@ fn backfill_calls_in_one_statement_resume_from_each_other() {
     assert_eq!(pages, "r1,r2,r3,complete");
     assert_eq!(int("SELECT count(*) FROM bf_same_statement.runtime_sandbox_operations"), 3);
 }
+
+/// An attempt of 30,000 resources (over a megabyte: kept detoasted between
+/// pages), between two small ones, is paged through in full, every resource
+/// once and in ordinal order; an attempt whose value changes between pages is
+/// read anew (the cache is keyed by the stored value, not the attempt).
+#[pg_test]
+fn backfill_pages_through_a_large_attempt_in_order() {
+    ledger("bf_large");
+    attempt("bf_large", "r1", 1, "2026-01-01", &format!("'[{}]'", daytona("before")));
+    run("INSERT INTO bf_large.attempts (run_id, attempt, updated_at, resource_json)
+         SELECT 'r2', 1, '2026-01-02', jsonb_agg(jsonb_build_object('kind', 'daytona_sandbox', 'sandboxId', 'big-' || g,
+                                                               'daytonaOrganizationId', repeat('o', 20)) ORDER BY g)
+         FROM generate_series(1, 30000) g");
+    attempt("bf_large", "r3", 1, "2026-01-03", &format!("'[{}]'", daytona("after")));
+    assert!(int("SELECT pg_column_size(resource_json)::bigint FROM bf_large.attempts WHERE run_id = 'r2'") > 0);
+    assert!(int("SELECT octet_length(resource_json::text)::bigint FROM bf_large.attempts WHERE run_id = 'r2'") > 1 << 20);
+    // Ten pages of 1000, then the value changes under the backfill: the rest comes from the new value.
+    assert_eq!(text("SELECT phase FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1000, 10, 'bf_large')"), "pending");
+    run("UPDATE bf_large.attempts SET resource_json = jsonb_set(resource_json, '{9999,sandboxId}', '\"changed\"')
+         WHERE run_id = 'r2'");
+    assert_eq!(text("SELECT phase FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1000, 100, 'bf_large')"), "complete");
+    assert_eq!(int("SELECT count(*) FROM bf_large.runtime_sandbox_operations"), 30_002);
+    assert_eq!(int("SELECT count(*) FROM bf_large.runtime_sandbox_operations WHERE sandbox_id = 'changed'"), 1);
+    assert_eq!(int("SELECT count(*) FROM bf_large.runtime_sandbox_operations WHERE sandbox_id LIKE 'big-%'"), 29_999);
+}

@@ -141,22 +141,33 @@ fn member_text<'a>(object: &Container<'a>, key: &[u8]) -> Result<Option<Cow<'a, 
 /// one-element array. `None` when the value is not laid out as this reader
 /// expects: the shell asks the server instead.
 pub fn from_jsonb(payload: &[u8]) -> Option<Vec<Resource>> {
-    resources_of(payload).ok()
+    resources_of(payload, 0, usize::MAX).ok()
 }
 
-fn resources_of(payload: &[u8]) -> Result<Vec<Resource>, DecodeError> {
+/// The first `room` sandbox resources whose ordinal is after `after`: what a
+/// page takes of an attempt. Elements before `after` are not read, so a page
+/// inside an attempt of a million resources costs the page, not the attempt.
+pub fn window_of_jsonb(payload: &[u8], after: i32, room: usize) -> Option<Vec<Resource>> {
+    resources_of(payload, usize::try_from(after).unwrap_or(0), room).ok()
+}
+
+fn resources_of(payload: &[u8], skip: usize, room: usize) -> Result<Vec<Resource>, DecodeError> {
     let root = Container::read(payload)?;
     let mut resources = Vec::new();
     match root.kind {
         // A top-level scalar is a one-element array of a non-object: no resources.
         Kind::Scalar => {}
-        Kind::Object => resources.extend(resource(1, |f| member_text(&root, f.key()))?),
+        Kind::Object if skip == 0 && room > 0 => resources.extend(resource(1, |f| member_text(&root, f.key()))?),
+        Kind::Object => {}
         Kind::Array => {
-            for (index, element) in root.elements().enumerate() {
+            for (index, element) in root.elements_from(skip)?.enumerate() {
+                if resources.len() >= room {
+                    break;
+                }
                 // `->>` on anything but an object is NULL: not a sandbox.
                 if let Item::Container(object) = element? {
                     if object.kind == Kind::Object {
-                        let ordinal = i32::try_from(index + 1).map_err(|_| DecodeError("too many elements"))?;
+                        let ordinal = i32::try_from(skip + index + 1).map_err(|_| DecodeError("too many elements"))?;
                         resources.extend(resource(ordinal, |f| member_text(&object, f.key()))?);
                     }
                 }
@@ -238,6 +249,37 @@ mod tests {
             Ok::<_, ()>(fields.iter().find(|(g, _)| *g == f).map(|(_, text)| Cow::Owned(text.as_bytes().to_vec())))
         })
         .unwrap()
+    }
+
+    proptest::proptest! {
+        /// A page's window of an attempt is the attempt's resources after the
+        /// cursor's ordinal, the first `room` of them, whatever the mix of
+        /// elements (sandboxes, other kinds, non-objects) and the array's size
+        /// (past jsonb's every-32nd stored offset).
+        #[test]
+        fn a_window_is_the_resources_after_the_ordinal(
+            kinds in proptest::collection::vec(0u8..4, 0..200),
+            after in 0i32..210,
+            room in 0usize..80,
+        ) {
+            let elements: Vec<serde_json::Value> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, k)| match k {
+                    0 => serde_json::json!({"kind": "daytona_sandbox", "sandboxId": format!("d{i}")}),
+                    1 => serde_json::json!({"kind": "modal_sandbox", "sandboxId": format!("m{i}"), "modalAppId": "a"}),
+                    2 => serde_json::json!({"kind": "docker", "id": i}),
+                    _ => serde_json::json!(i),
+                })
+                .collect();
+            let payload = crate::jsonb::encode::encode(&serde_json::Value::Array(elements));
+            let all = from_jsonb(&payload).unwrap();
+            let want: Vec<(i32, Vec<u8>)> =
+                all.iter().filter(|r| r.ordinal > after).take(room).map(|r| (r.ordinal, r.sandbox_id.clone())).collect();
+            let got: Vec<(i32, Vec<u8>)> =
+                window_of_jsonb(&payload, after, room).unwrap().iter().map(|r| (r.ordinal, r.sandbox_id.clone())).collect();
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 
     #[test]

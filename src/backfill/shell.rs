@@ -371,12 +371,64 @@ fn page_failed(ledger: &SchemaName, e: impl std::fmt::Display) -> ! {
     error!("runtime_sandbox: backfill page on {} failed: {e}", ledger.name)
 }
 
-/// The sandbox resources of one attempt's resource_json: read in place, or
-/// (when jsonb's layout is not what the reader expects) from the server's `->>`.
-fn attempt_resources(client: &mut SpiClient<'_>, ledger: &SchemaName, json: pg_sys::Datum) -> Vec<Resource> {
+type ToastKey = (pg_sys::Oid, pg_sys::Oid, i32, u32);
+
+/// Values at least this large, stored out of line, are kept detoasted between pages.
+const LARGE_VALUE_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The last large resource_json a page read, detoasted, by its TOAST
+    /// pointer (toast relation, value id, sizes and compression: the stored
+    /// value itself, whatever row version points to it). The next page of
+    /// the same attempt reads it from here instead of decompressing it again:
+    /// a page's cost stays the page's, not the attempt's.
+    static LARGE_VALUE: RefCell<Option<(ToastKey, Vec<u8>)>> = const { RefCell::new(None) };
+}
+
+/// `read` the payload of a non-NULL jsonb datum, from the cache when it is
+/// the large value read last.
+fn with_large_value<R>(json: pg_sys::Datum, read: impl FnOnce(&[u8]) -> R) -> R {
+    let pointer = json.cast_mut_ptr::<pg_sys::varlena>();
+    // SAFETY: a varlena datum; an on-disk TOAST pointer is the 2-byte header and a varatt_external.
+    let stored = unsafe {
+        (pgrx::varatt_is_1b_e(pointer) && pgrx::vartag_external(pointer) == pg_sys::vartag_external::VARTAG_ONDISK as u8)
+            .then(|| {
+                let external: pg_sys::varatt_external =
+                    std::ptr::read_unaligned((pointer as *const u8).add(2) as *const pg_sys::varatt_external);
+                (external.va_toastrelid, external.va_valueid, external.va_rawsize, external.va_extinfo)
+            })
+    };
+    if let Some(key) = stored {
+        let hit = LARGE_VALUE.with_borrow(|cached| cached.as_ref().is_some_and(|(k, _)| *k == key));
+        if !hit {
+            // SAFETY: a non-NULL jsonb datum of the current tuple table.
+            let payload = unsafe { JsonbBytes::from_polymorphic_datum(json, false, pg_sys::JSONBOID) }.expect("not NULL");
+            if payload.as_bytes().len() < LARGE_VALUE_BYTES {
+                return read(payload.as_bytes());
+            }
+            LARGE_VALUE.with_borrow_mut(|cached| *cached = Some((key, payload.as_bytes().to_vec())));
+        }
+        return LARGE_VALUE.with_borrow(|cached| read(&cached.as_ref().expect("cached above").1));
+    }
     // SAFETY: a non-NULL jsonb datum of the current tuple table.
     let payload = unsafe { JsonbBytes::from_polymorphic_datum(json, false, pg_sys::JSONBOID) }.expect("not NULL");
-    if let Some(found) = resources::from_jsonb(payload.as_bytes()) {
+    read(payload.as_bytes())
+}
+
+/// The sandbox resources of one attempt's resource_json: read in place, or
+/// (when jsonb's layout is not what the reader expects) from the server's `->>`.
+fn attempt_resources(
+    client: &mut SpiClient<'_>,
+    ledger: &SchemaName,
+    json: pg_sys::Datum,
+    (after, room): (i32, usize),
+) -> Vec<Resource> {
+    let found = with_large_value(json, |payload| resources::window_of_jsonb(payload, after, room));
+    if let Some(found) = found {
+        if found.len() < room {
+            // The attempt is read to its end: its cached copy is of no more use.
+            LARGE_VALUE.with_borrow_mut(|cached| *cached = None);
+        }
         return found;
     }
     // SAFETY: the jsonb datum, typed as jsonb.
@@ -415,7 +467,8 @@ fn scan_page(client: &mut SpiClient<'_>, ledger: &SchemaName, rules: Rules, afte
                 has_run: rows.bool(row, 6).expect("has_run is NOT NULL"),
             };
             let found = if scan.reads(&attempt) {
-                attempt_resources(client, ledger, rows.datum(row, 5).expect("resource_json is NOT NULL here"))
+                let window = scan.window(&attempt.key);
+                attempt_resources(client, ledger, rows.datum(row, 5).expect("resource_json is NOT NULL here"), window)
             } else {
                 Vec::new()
             };

@@ -140,6 +140,15 @@ impl<'a> Container<'a> {
         self.children(0, count, 0)
     }
 
+    /// The elements of an array from index `first` on, found without reading
+    /// the ones before it (jsonb stores every 32nd element's offset).
+    pub fn elements_from(self, first: usize) -> Result<impl Iterator<Item = Result<Item<'a>, DecodeError>>, DecodeError> {
+        let count = if self.kind == Kind::Object { 0 } else { self.count };
+        let first = first.min(count);
+        let start = self.start(first)?;
+        Ok(self.children(first, count, start))
+    }
+
     /// An object's keys in storage order (jsonb's key order: shorter first, then bytewise).
     pub fn keys(self) -> impl Iterator<Item = Result<&'a [u8], DecodeError>> {
         let count = if self.kind == Kind::Object { self.count } else { 0 };
