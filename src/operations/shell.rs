@@ -283,6 +283,17 @@ fn job(job_name: Option<&str>, kind: &str, ledger: &SchemaName) -> String {
     }
 }
 
+/// `cron.database_name`, read as the server does: the setting is superuser-only
+/// for SQL (current_setting needs pg_read_all_settings), and scheduling must
+/// work for the ledger's owner role, which rarely has it. None: pg_cron is not loaded.
+fn cron_database_name() -> Option<String> {
+    // SAFETY: GetConfigOption returns a pointer into the GUC's own storage, or NULL.
+    unsafe {
+        let value = pg_sys::GetConfigOption(c"cron.database_name".as_ptr(), true, false);
+        (!value.is_null()).then(|| std::ffi::CStr::from_ptr(value).to_string_lossy().into_owned())
+    }
+}
+
 /// pg_cron must be installed here (it can only be, in the database named by
 /// cron.database_name); otherwise say where, and what to run there instead.
 fn require_cron(client: &mut SpiClient, function: &'static str, command: Option<&str>, job: &str, schedule: &str) {
@@ -293,8 +304,8 @@ fn require_cron(client: &mut SpiClient, function: &'static str, command: Option<
     if table.get::<bool>(1).read_value().unwrap_or(false) {
         return;
     }
-    let cron_database = table.get::<String>(2).read_value();
-    let here = table.get::<String>(3).read_value().unwrap_or_default();
+    let cron_database = cron_database_name();
+    let here = table.get::<String>(2).read_value().unwrap_or_default();
     let hint = match (cron_database, command) {
         (None, _) => "pg_cron is not loaded: add it to shared_preload_libraries, set cron.database_name, restart, \
                       then CREATE EXTENSION pg_cron in that database."

@@ -1,5 +1,4 @@
--- Whether pg_cron is installed in this database, and the database it
--- schedules from (NULL when pg_cron is not preloaded).
+-- Whether pg_cron is installed in this database, and this database's name
+-- (the one pg_cron schedules from is read from the server's setting in Rust).
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron'),
-       pg_catalog.current_setting('cron.database_name', true),
        pg_catalog.current_database()::text
