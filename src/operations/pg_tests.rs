@@ -356,3 +356,21 @@ fn operations_schedule_jobs_by_name_with_quoted_commands() {
     assert!(got.starts_with("42P01 runtime_sandbox: ledger_schema \"op_cron_old\" lacks the ledger's table(s)"), "{got}");
     assert_eq!(int("SELECT count(*) FROM cron.job"), 0);
 }
+
+/// The ledger's owner, not a superuser and without pg_read_all_settings,
+/// schedules its own reconciliation with the documented grants.
+#[pg_test]
+fn operations_a_non_superuser_owner_schedules_its_ledger() {
+    run("CREATE EXTENSION IF NOT EXISTS pg_cron");
+    run("CREATE ROLE op_cron_owner NOLOGIN");
+    run("CREATE SCHEMA op_cron_owned AUTHORIZATION op_cron_owner");
+    run("SELECT runtime_sandbox.install_ledger('op_cron_owned')");
+    run("GRANT EXECUTE ON FUNCTION runtime_sandbox.schedule_reconciliation, runtime_sandbox.unschedule_reconciliation TO op_cron_owner");
+    run("GRANT USAGE ON SCHEMA cron TO op_cron_owner");
+    run("SET LOCAL ROLE op_cron_owner");
+    let id = int("SELECT runtime_sandbox.schedule_reconciliation(ledger_schema => 'op_cron_owned')");
+    assert!(id > 0);
+    assert_eq!(text(&format!("SELECT username FROM cron.job WHERE jobid = {id}")).as_deref(), Some("op_cron_owner"));
+    assert_eq!(text("SELECT runtime_sandbox.unschedule_reconciliation(ledger_schema => 'op_cron_owned')::text").as_deref(), Some("true"));
+    run("RESET ROLE");
+}
