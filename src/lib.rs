@@ -29,6 +29,8 @@ use pgrx::prelude::*;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    // The core's recursions over user data call PostgreSQL's stack check.
+    stack::install(|| unsafe { pg_sys::check_stack_depth() });
 }
 
 pub mod args;
@@ -36,6 +38,7 @@ pub mod error;
 pub mod fast_hash;
 pub mod jsonb;
 pub mod shell;
+pub mod stack;
 
 pub mod backfill;
 pub mod ledger;

@@ -172,7 +172,7 @@ fn no_import_cycles() {
     }
     assert!(!graph["crate::backfill::shell"].is_empty(), "the graph reads the imports");
     // What every capability shares imports no capability.
-    let shared = ["crate::args", "crate::error", "crate::fast_hash", "crate::jsonb", "crate::shell"];
+    let shared = ["crate::args", "crate::error", "crate::fast_hash", "crate::jsonb", "crate::shell", "crate::stack"];
     let upward: Vec<String> = capabilities
         .iter()
         .filter(|(from, _)| shared.contains(&from.as_str()))

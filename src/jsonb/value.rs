@@ -40,6 +40,7 @@ pub fn decode(payload: &[u8]) -> Result<Value<'_>, DecodeError> {
 }
 
 fn container(container: Container<'_>, depth: usize) -> Result<Value<'_>, DecodeError> {
+    crate::stack::check();
     if depth >= MAX_DEPTH {
         return Err(DecodeError::TOO_DEEP);
     }

@@ -203,6 +203,7 @@ fn jsonb_key_order(a: &str, b: &str) -> Ordering {
 }
 
 fn write_value(value: &Value<'_>, out: &mut String) {
+    crate::stack::check();
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),

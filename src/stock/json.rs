@@ -79,6 +79,7 @@ impl<'a> Reader<'a> {
 
     fn enter(&mut self) -> Result<(), ParseError> {
         self.depth += 1;
+        crate::stack::check();
         if self.depth > MAX_DEPTH {
             return Err(self.error("nesting too deep"));
         }
