@@ -55,6 +55,14 @@ pub mod pg_test {
     pub fn setup(_options: Vec<&str>) {}
 
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec!["shared_preload_libraries = 'pg_cron'", "cron.database_name = 'pgrx_tests'"]
+        vec![
+            "shared_preload_libraries = 'pg_cron'",
+            "cron.database_name = 'pgrx_tests'",
+            // The tests run a debug build, whose frames are several times a
+            // release build's: a 1,000-level document (the documented limit)
+            // needs more than the default 2MB before PostgreSQL's stack check
+            // (which the recursions call) stops it.
+            "max_stack_depth = '6MB'",
+        ]
     }
 }

@@ -24,6 +24,9 @@ DO $$ BEGIN CREATE ROLE runtime_sandbox_ledger NOLOGIN; EXCEPTION WHEN duplicate
 CREATE SCHEMA runtime_scheduler AUTHORIZATION runtime_sandbox_ledger;
 SELECT runtime_sandbox.install_ledger();
 SELECT runtime_sandbox.install_environment_tables();
+ALTER TABLE public.environments OWNER TO runtime_sandbox_ledger;
+ALTER TABLE public.built_in_managed_resources OWNER TO runtime_sandbox_ledger;
+ALTER TABLE public.companies OWNER TO runtime_sandbox_ledger;
 INSERT INTO runtime_scheduler.runs VALUES ('run-1', 'org-1'), ('run-2', 'org-1'), ('run-3', 'org-1'), ('run-a', 'org-1');
 INSERT INTO runtime_scheduler.attempts (run_id, attempt, updated_at, resource_json) VALUES
   ('run-3', 1, '2026-01-02', NULL),

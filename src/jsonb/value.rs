@@ -36,7 +36,43 @@ pub fn decode(payload: &[u8]) -> Result<Value<'_>, DecodeError> {
         }
         return value(scalar.ok_or(DecodeError("empty raw scalar"))?, 0);
     }
+    // Measured first, without recursion: a document past the limit is refused
+    // before any recursion (whose stack use depends on the build), so the
+    // limit, not the stack check, is what a caller meets.
+    if deeper_than(root, MAX_DEPTH)? {
+        return Err(DecodeError::TOO_DEEP);
+    }
     container(root, 0)
+}
+
+/// Whether containers nest more than `limit` levels under (and counting) `root`.
+pub fn deeper_than(root: Container<'_>, limit: usize) -> Result<bool, DecodeError> {
+    let mut open: Vec<Box<dyn Iterator<Item = Result<Item<'_>, DecodeError>> + '_>> = vec![children(root)];
+    while let Some(top) = open.last_mut() {
+        match top.next() {
+            None => {
+                open.pop();
+            }
+            Some(item) => {
+                if let Item::Container(child) = item? {
+                    if open.len() >= limit {
+                        return Ok(true);
+                    }
+                    open.push(children(child));
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// An array's elements or an object's values.
+fn children<'a>(container: Container<'a>) -> Box<dyn Iterator<Item = Result<Item<'a>, DecodeError>> + 'a> {
+    if container.kind == Kind::Object {
+        Box::new(container.values())
+    } else {
+        Box::new(container.elements())
+    }
 }
 
 fn container(container: Container<'_>, depth: usize) -> Result<Value<'_>, DecodeError> {

@@ -20,6 +20,7 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
     ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
 };
 use pgrx::pg_sys::panic::CaughtError;
+use crate::shell::owner;
 use pgrx::prelude::*;
 use pgrx::spi::{self, SpiHeapTupleData};
 use pgrx::{AllocatedByRust, FromDatum, IntoDatum, PgSqlErrorCode, PgTryBuilder};
@@ -75,9 +76,13 @@ fn serialized<T>(app: &App, body: impl FnOnce() -> T) -> T {
         .execute()
 }
 
-/// The application's schema, validated: a plain identifier that holds the three tables.
+/// The application's schema, validated: a plain identifier that holds the
+/// three tables, all owned by one role, which the caller may act as.
 struct App {
     schema: SchemaName,
+    /// The tables' owner: the statements run as it (shell::owner), so code
+    /// attached to the tables never runs with the caller's privileges.
+    owner: pg_sys::Oid,
 }
 
 impl App {
@@ -85,8 +90,18 @@ impl App {
         let Some(value) = app_schema else { Error::argument("app_schema", "must not be null").raise() };
         let schema = schema_name("app_schema", value.as_str()).or_raise();
         let install = format!("SELECT runtime_sandbox.install_environment_tables('{}')", schema.name);
-        let (exists, missing) = Spi::get_two_with_args::<bool, String>(sql!("missing_tables.sql"), &[schema.name.as_str().into()])
-            .unwrap_or_else(|e| failed("checking app_schema", e));
+        let (exists, missing, owner, foreign) = Spi::connect(|client| {
+            let row = client
+                .select(sql!("missing_tables.sql"), None, &[schema.name.as_str().into()])
+                .unwrap_or_else(|e| failed("checking app_schema", e))
+                .first();
+            (
+                row.get::<bool>(1).unwrap_or_else(|e| failed("checking app_schema", e)),
+                row.get::<String>(2).unwrap_or_else(|e| failed("checking app_schema", e)),
+                row.get::<i64>(3).unwrap_or_else(|e| failed("checking app_schema", e)),
+                row.get::<String>(4).unwrap_or_else(|e| failed("checking app_schema", e)),
+            )
+        });
         if exists != Some(true) {
             Error::argument("app_schema", format!("schema {:?} does not exist", schema.name))
                 .hint(format!("{install} creates it with the application's tables."))
@@ -98,7 +113,27 @@ impl App {
                 .hint(format!("Point app_schema at the application's schema, or run {install} to create the tables."))
                 .raise();
         }
-        App { schema }
+        let owner = pg_sys::Oid::from(owner.unwrap_or_default() as u32);
+        let owner_name = owner::role_name(owner);
+        if let Some(foreign) = foreign {
+            Error::new(
+                Kind::UnusableLedger,
+                format!("app_schema {:?}: {foreign}, not by the owner of environments ({owner_name})", schema.name),
+            )
+            .detail("The managed-environment functions run their statements as the owner of the application's tables, which must be one role.")
+            .hint(format!("ALTER TABLE ... OWNER TO \"{owner_name}\"; for each of them."))
+            .raise();
+        }
+        if !owner::may_act_as(owner) {
+            Error::not_owner("the managed-environment functions", &schema.name, &owner_name, &owner::role_name(owner::current_user()))
+                .raise();
+        }
+        App { schema, owner }
+    }
+
+    /// Run `work` as the tables' owner, in a security-restricted operation.
+    fn as_owner<R>(&self, work: impl FnOnce() -> R) -> R {
+        owner::as_owner(self.owner, work)
     }
 
     fn sql(&self, template: &str) -> String {
@@ -478,7 +513,7 @@ fn reconcile_managed_environment(
     })
     .or_raise();
     let app = App::open(app_schema);
-    let r = serialized(&app, || reconcile(&app, &desired, company_id));
+    let r = app.as_owner(|| serialized(&app, || reconcile(&app, &desired, company_id)));
     let activity = rules::activity_action(r.action, r.tracking_initialized);
     let args: [DatumWithOid; 9] = [
         r.environment_id.into(),
@@ -519,7 +554,7 @@ fn archive_managed_environment(
             [None::<String>.into(), false.into(), None::<String>.into(), 0i32.into(), None::<String>.into()];
         result_row(sql!("archive_row.sql"), &args)
     };
-    let archived = serialized(&app, || {
+    let archived = app.as_owner(|| serialized(&app, || {
         let rows = app.lock_sandbox_rows();
         let company_ids = app.company_ids(company_id);
         app.require_current_snapshot(&company_ids, None);
@@ -533,7 +568,7 @@ fn archive_managed_environment(
         app.returning_id(sql!("archive_environment.sql"), &args)?;
         app.rehash_bindings(&row.id, &rehashed);
         Some((row.id.clone(), token, rehashed.len() as i32))
-    });
+    }));
     let Some((environment_id, token, bindings_updated)) = archived else { return not_archived() };
     let args: [DatumWithOid; 5] = [
         environment_id.into(),
@@ -564,6 +599,22 @@ fn install_environment_tables(app_schema: default!(Name, "'public'")) {
 #[search_path(pg_catalog, pg_temp)]
 fn managed_environment_drift(app_schema: default!(Option<Name>, "'public'")) -> SetOfIterator<'static, DriftRow> {
     let app = App::open(app_schema);
+    let (bindings, newest, environments) = app.as_owner(|| drift_inputs(&app));
+    let report = rules::drift(&bindings, &newest, &environments);
+    let args: [DatumWithOid; 5] = [
+        uuids(report.iter().map(|d| &d.company_id)).into(),
+        uuids(report.iter().map(|d| &d.environment_id)).into(),
+        report.iter().map(|d| d.binding_stock_hash.clone()).collect::<Vec<_>>().into(),
+        report.iter().map(|d| d.current_hash.clone()).collect::<Vec<Option<String>>>().into(),
+        report.iter().map(|d| d.stock_status.as_str().to_owned()).collect::<Vec<_>>().into(),
+    ];
+    let rows: Vec<DriftRow> =
+        app.rows(sql!("drift_rows.sql"), &args, |row| row.get::<DriftRow>(1)).into_iter().flatten().collect();
+    SetOfIterator::new(rows)
+}
+
+/// What the drift report is made of, read from the application's tables.
+fn drift_inputs(app: &App) -> (Vec<Binding>, Vec<bool>, Vec<Environment>) {
     let slot: [DatumWithOid; 3] =
         [vocabulary::BUNDLE_KEY.into(), vocabulary::RESOURCE_KIND.into(), vocabulary::RESOURCE_KEY.into()];
     let mut seen = HashMap::new();
@@ -590,17 +641,7 @@ fn managed_environment_drift(app_schema: default!(Option<Name>, "'public'")) -> 
     ids.sort_unstable();
     ids.dedup();
     let environments = app.rows(sql!("environments.sql"), &[ids.into()], |row| app.environment(row));
-    let report = rules::drift(&bindings, &newest, &environments);
-    let args: [DatumWithOid; 5] = [
-        uuids(report.iter().map(|d| &d.company_id)).into(),
-        uuids(report.iter().map(|d| &d.environment_id)).into(),
-        report.iter().map(|d| d.binding_stock_hash.clone()).collect::<Vec<_>>().into(),
-        report.iter().map(|d| d.current_hash.clone()).collect::<Vec<Option<String>>>().into(),
-        report.iter().map(|d| d.stock_status.as_str().to_owned()).collect::<Vec<_>>().into(),
-    ];
-    let rows: Vec<DriftRow> =
-        app.rows(sql!("drift_rows.sql"), &args, |row| row.get::<DriftRow>(1)).into_iter().flatten().collect();
-    SetOfIterator::new(rows)
+    (bindings, newest, environments)
 }
 
 /// Ids read as `uuid::text`, handed back as uuids: an array of thousands of
