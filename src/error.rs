@@ -34,10 +34,12 @@ pub enum Kind {
     UnusableLedger,
     /// 42501: the caller may not act as the ledger's owner.
     NotOwner,
+    /// 2D000: a call that COMMITs, made inside a transaction block.
+    InvalidTransactionTermination,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::InvalidArgument,
         Kind::NotInstalled,
         Kind::ConcurrentChange,
@@ -49,6 +51,7 @@ impl Kind {
         Kind::DataCorrupted,
         Kind::UnusableLedger,
         Kind::NotOwner,
+        Kind::InvalidTransactionTermination,
     ];
 
     /// The SQLSTATE as clients see it.
@@ -65,6 +68,7 @@ impl Kind {
             Kind::DataCorrupted => "XX001",
             Kind::UnusableLedger => "55000",
             Kind::NotOwner => "42501",
+            Kind::InvalidTransactionTermination => "2D000",
         }
     }
 }

@@ -83,3 +83,35 @@ fn bad_schema_names_are_refused_with_the_argument_name() {
         .get(0);
     assert_eq!(schemas, 0);
 }
+
+/// A schema named runtime_sandbox that another role made (and could later rename away and replace with
+/// look-alikes), or that already holds objects, is refused by CREATE EXTENSION; nothing is installed.
+#[test]
+fn create_extension_refuses_a_runtime_sandbox_schema_it_did_not_make() {
+    let mut admin = common::connect("postgres");
+    admin.batch_execute("DROP DATABASE IF EXISTS it_ext_precreated WITH (FORCE)").unwrap();
+    admin.batch_execute("DROP ROLE IF EXISTS rs_precreator").unwrap();
+    admin.batch_execute("CREATE ROLE rs_precreator").unwrap();
+    admin.batch_execute("CREATE DATABASE it_ext_precreated").unwrap();
+    let mut c = common::connect("it_ext_precreated");
+    c.batch_execute("CREATE SCHEMA runtime_sandbox AUTHORIZATION rs_precreator").unwrap();
+    let err = c.batch_execute("CREATE EXTENSION runtime_sandbox").unwrap_err();
+    let db = err.as_db_error().unwrap();
+    assert_eq!(db.code().code(), "42501", "{err:?}");
+    assert!(db.message().contains("already exists and belongs to role rs_precreator"), "{}", db.message());
+    let installed: i64 = c.query_one("SELECT count(*) FROM pg_extension WHERE extname = 'runtime_sandbox'", &[]).unwrap().get(0);
+    assert_eq!(installed, 0);
+    // The installer's own schema, but not empty.
+    c.batch_execute(
+        "DROP SCHEMA runtime_sandbox; CREATE SCHEMA runtime_sandbox;
+         CREATE FUNCTION runtime_sandbox.reconcile_daytona_latest() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+    )
+    .unwrap();
+    let err = c.batch_execute("CREATE EXTENSION runtime_sandbox").unwrap_err();
+    assert_eq!(err.as_db_error().unwrap().code().code(), "55000", "{err:?}");
+    // An empty schema of the installer's own is used.
+    c.batch_execute("DROP SCHEMA runtime_sandbox CASCADE; CREATE SCHEMA runtime_sandbox; CREATE EXTENSION runtime_sandbox").unwrap();
+    drop(c);
+    admin.batch_execute("DROP DATABASE it_ext_precreated WITH (FORCE)").unwrap();
+    admin.batch_execute("DROP ROLE rs_precreator").unwrap();
+}

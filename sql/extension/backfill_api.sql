@@ -8,8 +8,12 @@ COMMENT ON FUNCTION @extschema@.preview_sandbox_operation_backfill(integer, @ext
 'The page backfill_sandbox_operations would apply with the same arguments, without writing: same resources, has_more and next_cursor; would_insert marks the first resource of an identity no operation has yet; inserted_operations is 0.';
 
 COMMENT ON FUNCTION @extschema@.advance_sandbox_operation_backfill(boolean, integer, integer, name) IS
-'The resumable orchestrator (the application''s advanceRuntimeSandboxOperationBackfill): applies up to max_batches pages (clamped to 1..200) from the checkpoint in <ledger_schema>.control key runtime_sandbox_operation_backfill_v1 (the application''s JSON shape), writing the checkpoint after every page; a short page completes it. dry_run previews one page with the application''s preview and writes nothing. A completed backfill stays complete.';
+'The resumable orchestrator (the application''s advanceRuntimeSandboxOperationBackfill): applies up to max_batches pages (clamped to 1..200, as the application does, with a WARNING) from the checkpoint in <ledger_schema>.control key runtime_sandbox_operation_backfill_v1 (the application''s JSON shape), writing the checkpoint after every page; a short page completes it. dry_run previews one page with the application''s preview and writes nothing. A completed backfill stays complete.';
 REVOKE EXECUTE ON FUNCTION @extschema@.advance_sandbox_operation_backfill(boolean, integer, integer, name) FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.complete_sandbox_operation_backfill(integer, integer, name) IS
+'For migration tools that run each migration in a transaction: applies the rest of the operation backfill in the caller''s transaction, page by page from the checkpoint (no COMMIT), until complete or max_batches pages (NULL, the default: until complete); a NOTICE every 10 seconds. Waits first for a backfill another session runs on the ledger (the procedure, a pg_cron job; lock_timeout applies), so phase complete means the backfill is. Works where CALL run_sandbox_operation_backfill cannot: inside BEGIN ... COMMIT, and in one request of several statements.';
+REVOKE EXECUTE ON FUNCTION @extschema@.complete_sandbox_operation_backfill(integer, integer, name) FROM PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.backfill_status(name) IS
 'The backfill checkpoint at a glance: phase (pending or complete), the cursor the next page starts after, and the attempts after it (an upper bound; 0 when complete).';

@@ -12,7 +12,7 @@ BEGIN
       FROM pg_catalog.pg_namespace AS n WHERE n.oid OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace;
     IF owner_name OPERATOR(pg_catalog.<>) CURRENT_USER THEN
         RAISE EXCEPTION 'runtime_sandbox: schema @extschema@ already exists and belongs to role %, not to %', owner_name, CURRENT_USER
-            USING ERRCODE = 'insufficient_privilege',
+            USING ERRCODE = '42501',
                   HINT = 'The extension installs into a schema of its own: drop or rename that schema, or install as its owner.';
     END IF;
     SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_class WHERE relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace)
@@ -21,7 +21,7 @@ BEGIN
       INTO found;
     IF found OPERATOR(pg_catalog.>) 0 THEN
         RAISE EXCEPTION 'runtime_sandbox: schema @extschema@ already holds % objects', found
-            USING ERRCODE = 'object_not_in_prerequisite_state',
+            USING ERRCODE = '55000',
                   HINT = 'The extension installs into a schema of its own: drop or rename that schema first.';
     END IF;
 END

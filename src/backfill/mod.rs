@@ -27,6 +27,7 @@ extension_sql_file!(
         backfill_sandbox_operations,
         preview_sandbox_operation_backfill,
         advance_sandbox_operation_backfill,
+        complete_sandbox_operation_backfill,
         backfill_status,
         backfill_run_lock_key,
         backfill_run_lock,

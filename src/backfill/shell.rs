@@ -13,7 +13,7 @@ use super::checkpoint::{self, Checkpoint, Phase};
 use super::cursor::{after_argument, Cursor};
 use super::js_date::date_parse_accepts;
 use super::page::{After, Attempt, AttemptKey, FetchFrom, Page, Rules, Scan};
-use super::progress::{clamp_max_batches, phase_after_page, run_lock_key, run_max_batches, Totals};
+use super::progress::{clamp_max_batches, phase_after_page, run_lock_key, run_max_batches, Totals, MAX_BATCHES};
 use super::resources::{self, Field, InsertMode, Resource};
 use crate::args::{self, SchemaName};
 use crate::error::{Error, Kind};
@@ -803,8 +803,60 @@ fn advance_sandbox_operation_backfill(
     let dry_run = required("dry_run", dry_run);
     let limit = page_limit(batch_size);
     let (ledger, access) = ledger(ledger_schema);
+    if let Some(requested) = max_batches.filter(|&n| n != clamp_max_batches(Some(n))) {
+        // The application clamps without a word; a caller asking for more pages is told.
+        warning!(
+            "runtime_sandbox: max_batches {requested} is outside 1..{MAX_BATCHES}: this call applies at most {} page(s), as the \
+             application does; call it again while phase is pending, or use complete_sandbox_operation_backfill()",
+            clamp_max_batches(Some(requested))
+        );
+    }
     access.run(|| advance(&ledger, dry_run, limit, max_batches))
 }
+
+/// Apply the whole remaining backfill in the caller's transaction (no
+/// COMMIT: for migration tools that wrap a migration in a transaction, and
+/// drivers that send several statements at once). Waits for a backfill run
+/// by another session (the procedure, a pg_cron job) to end, so it returns
+/// `complete` only when the backfill is; `max_batches` bounds the pages.
+#[pg_extern(volatile, parallel_unsafe, requires = ["backfill_types"])]
+#[search_path(pg_catalog, pg_temp)]
+fn complete_sandbox_operation_backfill(
+    batch_size: default!(Option<i32>, 500),
+    max_batches: default!(Option<i32>, "NULL"),
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> pgrx::composite_type!('static, "runtime_sandbox.backfill_progress") {
+    let limit = page_limit(batch_size);
+    let pages = run_max_batches(max_batches).or_raise();
+    let (ledger, access) = ledger(ledger_schema);
+    // The run lock, for this transaction: a running procedure holds it for its whole run.
+    let tag = advisory_tag(run_lock_key(&ledger.name));
+    // SAFETY: a transaction-level ExclusiveLock, waiting (lock_timeout and deadlock detection apply).
+    unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as i32, false, false) };
+    access.run(|| {
+        let stored = read_checkpoint(&ledger);
+        let started = std::time::Instant::now();
+        let mut reported = started;
+        let (phase, totals, next) = apply_pages(&ledger, &stored, limit, pages.map(i64::from), |totals, phase| {
+            if reported.elapsed() >= PROGRESS_EVERY && phase != Phase::Complete {
+                reported = std::time::Instant::now();
+                notice!(
+                    "runtime_sandbox backfill on ledger {}: {} pages, {} attempts scanned, {} operations inserted ({:.0} s)",
+                    ledger.name,
+                    totals.batches,
+                    totals.scanned,
+                    totals.inserted,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        });
+        progress_row(phase, false, totals, totals.projected(), next.as_ref(), None)
+    })
+}
+
+/// How often a long backfill reports its progress (a NOTICE: the client sees
+/// it, the server log only if log_min_messages asks for notices).
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn advance(ledger: &SchemaName, dry_run: bool, limit: usize, max_batches: Option<i32>) -> Row {
     let ledger = ledger.clone();
@@ -829,12 +881,30 @@ fn advance(ledger: &SchemaName, dry_run: bool, limit: usize, max_batches: Option
         let next = next_of(&page);
         return progress_row(Phase::Pending, true, totals, won.len() as i64, next.as_ref(), Some((&page, &|i| won.contains(&i))));
     }
-    let mut after = stored.cursor.map(|c| {
+    let (phase, totals, next) = apply_pages(&ledger, &stored, limit, Some(clamp_max_batches(max_batches) as i64), |_, _| {});
+    progress_row(phase, false, totals, totals.projected(), next.as_ref(), None)
+}
+
+/// Apply pages from the stored checkpoint until the backfill is complete or
+/// `pages` pages were applied (None: until complete), writing the checkpoint
+/// after every page; `each` sees the totals and phase after every page.
+fn apply_pages(
+    ledger: &SchemaName,
+    stored: &Checkpoint,
+    limit: usize,
+    pages: Option<i64>,
+    mut each: impl FnMut(&Totals, Phase),
+) -> (Phase, Totals, Option<After>) {
+    let ledger = ledger.clone();
+    if stored.phase == Phase::Complete {
+        return (Phase::Complete, Totals::default(), None);
+    }
+    let mut after = stored.cursor.clone().map(|c| {
         let cursor = c.to_resume().unwrap_or_else(|e| checkpoint_error(&ledger, e));
         stored_position(&ledger, cursor)
     });
     let mut totals = Totals::default();
-    for _ in 0..clamp_max_batches(max_batches) {
+    while pages.is_none_or(|pages| totals.batches < pages) {
         let (scanned, inserted, has_more, next) = Spi::connect_mut(|client| {
             let page = scan_page(client, &ledger, Rules::applied(limit), after.take());
             let inserted = insert_winners(client, &ledger, &page, &page.winners(), false).count;
@@ -851,11 +921,13 @@ fn advance(ledger: &SchemaName, dry_run: bool, limit: usize, max_batches: Option
         });
         totals.add_page(scanned, inserted);
         after = next;
-        if phase_after_page(has_more) == Phase::Complete {
-            return progress_row(Phase::Complete, false, totals, totals.projected(), None, None);
+        let phase = phase_after_page(has_more);
+        each(&totals, phase);
+        if phase == Phase::Complete {
+            return (Phase::Complete, totals, None);
         }
     }
-    progress_row(Phase::Pending, false, totals, totals.projected(), after.as_ref(), None)
+    (Phase::Pending, totals, after)
 }
 
 /// How far the backfill has come and what is left.
@@ -920,6 +992,20 @@ fn backfill_run_lock_key(
         Error::argument("pause", "must not be negative").raise();
     }
     let (ledger, _) = ledger(ledger_schema);
+    // SAFETY: reads the transaction state.
+    if unsafe { pg_sys::IsTransactionBlock() } {
+        Error::new(
+            Kind::InvalidTransactionTermination,
+            "CALL run_sandbox_operation_backfill() COMMITs after every page and cannot run inside a transaction block",
+        )
+        .detail("A migration tool that wraps each migration in a transaction, or a driver that sends several statements in one request, runs it inside one.")
+        .hint(
+            "Run the CALL as a statement of its own, outside a transaction (your migration tool's non-transactional \
+             mode), or complete the backfill inside this transaction with SELECT * FROM \
+             runtime_sandbox.complete_sandbox_operation_backfill();",
+        )
+        .raise();
+    }
     run_lock_key(&ledger.name)
 }
 

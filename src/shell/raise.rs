@@ -20,6 +20,7 @@ pub fn code(kind: Kind) -> PgSqlErrorCode {
         Kind::DataCorrupted => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
         Kind::UnusableLedger => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         Kind::NotOwner => PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        Kind::InvalidTransactionTermination => PgSqlErrorCode::ERRCODE_INVALID_TRANSACTION_TERMINATION,
     }
 }
 
