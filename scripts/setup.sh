@@ -43,3 +43,23 @@ if ! "$tools/pgspot/bin/pgspot" --version 2>/dev/null | grep -q "$PGSPOT_VERSION
   python3 -m venv "$tools/pgspot"
   "$tools/pgspot/bin/pip" install --quiet --disable-pip-version-check "pgspot==$PGSPOT_VERSION"
 fi
+
+# Migration tools the backfill's recipes are tested with (tests/migration_tools.rs), from the npm registry and
+# PyPI, pinned: node-pg-migrate and dbmate (npm), alembic and yoyo (PyPI).
+MIGRATE_TOOLS="node-pg-migrate@9.0.0 pg@8.16.3 dbmate@2.36.0 | alembic==1.20.1 psycopg[binary]==3.3.9 yoyo-migrations==9.0.0 psycopg2-binary==2.9.13"
+migrate="$tools/migrate"
+if [ "$(cat "$migrate/installed" 2>/dev/null)" != "$MIGRATE_TOOLS" ]; then
+  echo "setup: installing migration tools into $migrate"
+  if ! command -v npm >/dev/null; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  rm -rf "$migrate"
+  mkdir -p "$migrate"
+  # shellcheck disable=SC2086
+  npm install --silent --no-audit --no-fund --prefix "$migrate/node" ${MIGRATE_TOOLS%%|*}
+  python3 -m venv "$migrate/py"
+  # shellcheck disable=SC2086
+  "$migrate/py/bin/pip" install --quiet --disable-pip-version-check ${MIGRATE_TOOLS#*|}
+  echo "$MIGRATE_TOOLS" > "$migrate/installed"
+fi

@@ -72,7 +72,7 @@ fn backfill_procedure_commits_each_batch() {
     let notices = notices.lock().unwrap();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
-        notices[0].starts_with("runtime_sandbox backfill on ledger runtime_scheduler: phase complete, 4 pages, 150 attempts scanned, "),
+        notices[0].starts_with("runtime_sandbox backfill on ledger runtime_scheduler: phase complete, 16 pages, 600 attempts scanned, 500 operations inserted "),
         "{notices:?}"
     );
 }
@@ -131,7 +131,7 @@ fn backfill_procedure_runs_once_per_ledger() {
     call.join().unwrap().unwrap();
     // The first run applied every page itself: no other run interleaved with it.
     let notices = first_notices.lock().unwrap();
-    assert!(notices.last().unwrap().contains("phase complete, 6 pages, 150 attempts scanned"), "{notices:?}");
+    assert!(notices.last().unwrap().contains("phase complete, 25 pages, 600 attempts scanned, 500 operations inserted"), "{notices:?}");
     assert_eq!(operations(&mut watcher), expected);
     // Once the first run is done, the lock is free again.
     second_notices.lock().unwrap().clear();
