@@ -143,3 +143,164 @@ END
 $procedure$;
 COMMENT ON PROCEDURE @extschema@.run_sandbox_operation_backfill(integer, integer, interval, name) IS
 'For migrations: applies the operation backfill page by page, COMMITting after each page, until complete or max_batches pages (NULL: until complete), sleeping pause between pages; a NOTICE every 10 seconds and one at the end (pages, attempts scanned, operations inserted, elapsed). Resumes from the checkpoint; cancelling loses at most the current page. A second concurrent CALL on the same ledger reports that one is running and returns (complete_sandbox_operation_backfill waits for it instead). CALL it as a statement of its own, outside a transaction block: inside one it fails at once (2D000) with a HINT.';
+
+-- Section: the scheduling functions take the reconciliation's options and a database (pg_cron in another
+-- database: schedule from there for this one); the jobs they make say what to do when the extension is gone,
+-- and the reconciliation job fails when a run is blocked (run_reconciliation_job, new). Other arguments:
+-- each is dropped and created again, the grants users gave on it carried over (see the header of
+-- runtime_sandbox--0.1.0--0.2.0.sql).
+CREATE PROCEDURE @extschema@.run_reconciliation_job(
+    batch_size           integer  DEFAULT 500,
+    minimum_age          interval DEFAULT '10 minutes',
+    max_snapshot_age     interval DEFAULT '15 minutes',
+    absent_confirmations integer  DEFAULT 2,
+    max_absent_ratio     real     DEFAULT 0.5,
+    ledger_schema        name     DEFAULT 'runtime_scheduler'
+)
+LANGUAGE plpgsql
+AS $procedure$
+DECLARE
+    summary @extschema@.reconciliation_summary;
+    reason  text;
+BEGIN
+    PERFORM pg_catalog.set_config('runtime_sandbox.scheduled_job', 'on', true);
+    summary := @extschema@.reconcile_daytona_latest(false, batch_size, minimum_age, max_snapshot_age,
+                                                    absent_confirmations, ledger_schema, max_absent_ratio);
+    COMMIT;
+    reason := CASE summary.status
+        WHEN 'blocked_mass_absence' THEN pg_catalog.format(
+            '%s absent candidates among %s live operations are too many to believe (an empty or partial listing?); nothing was seeded or marked absent',
+            summary.absent_candidates, summary.live_operations)
+        WHEN 'blocked_unowned_sandboxes' THEN pg_catalog.format(
+            '%s listed sandboxes are owned by no operation (first: %s); nothing was seeded or marked absent',
+            pg_catalog.cardinality(summary.unmatched_provider_sandbox_ids),
+            pg_catalog.left(summary.unmatched_provider_sandbox_ids[1], 100))
+        WHEN 'no_fresh_snapshot' THEN pg_catalog.format(
+            'the newest Daytona snapshot (%s) is older than max_snapshot_age; nothing was reconciled',
+            coalesce(summary.snapshot_id::text, 'none'))
+    END;
+    IF reason IS NOT NULL THEN
+        RAISE EXCEPTION 'runtime_sandbox: scheduled reconciliation of ledger % was %: %', ledger_schema, summary.status, reason
+            USING ERRCODE = '55000',
+                  HINT = pg_catalog.format('The run is recorded: SELECT * FROM %I.reconciliation_health;', ledger_schema);
+    END IF;
+END
+$procedure$;
+
+COMMENT ON PROCEDURE @extschema@.run_reconciliation_job(integer, interval, interval, integer, real, name) IS
+'The job schedule_reconciliation creates: reconcile_daytona_latest (applying) with these options, COMMIT, then an error (SQLSTATE 55000) when the run was blocked (blocked_mass_absence, blocked_unowned_sandboxes) or found no fresh snapshot, so that pg_cron records the run as failed with its reason; the history row in <ledger_schema>.reconciliation_runs is kept. CALL it as a statement of its own (it COMMITs).';
+REVOKE EXECUTE ON PROCEDURE @extschema@.run_reconciliation_job(integer, interval, interval, integer, real, name) FROM PUBLIC;
+
+SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
+  FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.schedule_reconciliation(text, text, name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.schedule_reconciliation(text, text, name);
+CREATE  FUNCTION @extschema@."schedule_reconciliation"(
+	"schedule" TEXT DEFAULT '*/5 * * * *', /* Option < & str > */
+	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
+	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
+	"absent_confirmations" INT DEFAULT 2, /* Option < i32 > */
+	"minimum_age" interval DEFAULT '10 minutes', /* Option < Interval > */
+	"max_snapshot_age" interval DEFAULT '15 minutes', /* Option < Interval > */
+	"max_absent_ratio" real DEFAULT 0.5, /* Option < f32 > */
+	"batch_size" INT DEFAULT 500, /* Option < i32 > */
+	"database" name DEFAULT NULL /* Option < Name > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'schedule_reconciliation_with_wrapper';
+COMMENT ON FUNCTION @extschema@.schedule_reconciliation(text, text, name, integer, interval, interval, real, integer, name) IS
+'Creates or replaces (by name, for the calling user) a pg_cron job that reconciles the latest snapshot on schedule (a cron schedule, default every 5 minutes) with these options (CALL run_reconciliation_job: the job fails, and pg_cron records why, when a run is blocked or finds no fresh snapshot; the history row stays). database NULL: the job runs here, and the ledger is checked now; another database: call this from the database pg_cron runs in, with runtime_sandbox installed there too, and the job runs in that database. job_name NULL means reconcile_daytona:[<database>.]<ledger_schema>. A job whose database no longer has runtime_sandbox fails saying how to remove it. Returns the pg_cron job id. SQLSTATE 55000 with a hint when pg_cron runs in another database.';
+REVOKE EXECUTE ON FUNCTION @extschema@.schedule_reconciliation(text, text, name, integer, interval, interval, real, integer, name) FROM PUBLIC;
+DO $$ BEGIN
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@.schedule_reconciliation(text, text, name, integer, interval, interval, real, integer, name) TO ',
+            pg_catalog.current_setting('runtime_sandbox.grantees'));
+  END IF;
+END $$;
+
+SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
+  FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.unschedule_reconciliation(text, name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.unschedule_reconciliation(text, name);
+CREATE  FUNCTION @extschema@."unschedule_reconciliation"(
+	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
+	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
+	"database" name DEFAULT NULL /* Option < Name > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'unschedule_reconciliation_in_wrapper';
+COMMENT ON FUNCTION @extschema@.unschedule_reconciliation(text, name, name) IS
+'Removes the calling user''s pg_cron job job_name (NULL: reconcile_daytona:[<database>.]<ledger_schema>) that runs in database (NULL: this one). True when a job was removed, false when there was none.';
+REVOKE EXECUTE ON FUNCTION @extschema@.unschedule_reconciliation(text, name, name) FROM PUBLIC;
+DO $$ BEGIN
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@.unschedule_reconciliation(text, name, name) TO ',
+            pg_catalog.current_setting('runtime_sandbox.grantees'));
+  END IF;
+END $$;
+
+SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
+  FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.schedule_sandbox_operation_backfill(text, text, integer, integer, name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.schedule_sandbox_operation_backfill(text, text, integer, integer, name);
+CREATE  FUNCTION @extschema@."schedule_sandbox_operation_backfill"(
+	"schedule" TEXT DEFAULT '* * * * *', /* Option < & str > */
+	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
+	"batch_size" INT DEFAULT 500, /* Option < i32 > */
+	"max_batches" INT DEFAULT NULL, /* Option < i32 > */
+	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
+	"database" name DEFAULT NULL /* Option < Name > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'schedule_sandbox_operation_backfill_in_wrapper';
+COMMENT ON FUNCTION @extschema@.schedule_sandbox_operation_backfill(text, text, integer, integer, name, name) IS
+'Creates or replaces (by name, for the calling user) a pg_cron job that runs CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => ..., max_batches => ..., ledger_schema => ...) on schedule (default every minute), in this database or (database, from the database pg_cron runs in) another one. job_name NULL means sandbox_operation_backfill:[<database>.]<ledger_schema>. Returns the pg_cron job id. SQLSTATE 55000 with a hint when pg_cron runs in another database.';
+REVOKE EXECUTE ON FUNCTION @extschema@.schedule_sandbox_operation_backfill(text, text, integer, integer, name, name) FROM PUBLIC;
+DO $$ BEGIN
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@.schedule_sandbox_operation_backfill(text, text, integer, integer, name, name) TO ',
+            pg_catalog.current_setting('runtime_sandbox.grantees'));
+  END IF;
+END $$;
+
+SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
+  FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.unschedule_sandbox_operation_backfill(text, name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.unschedule_sandbox_operation_backfill(text, name);
+CREATE  FUNCTION @extschema@."unschedule_sandbox_operation_backfill"(
+	"job_name" TEXT DEFAULT NULL, /* Option < & str > */
+	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
+	"database" name DEFAULT NULL /* Option < Name > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'unschedule_sandbox_operation_backfill_in_wrapper';
+COMMENT ON FUNCTION @extschema@.unschedule_sandbox_operation_backfill(text, name, name) IS
+'Removes the calling user''s pg_cron job job_name (NULL: sandbox_operation_backfill:[<database>.]<ledger_schema>) that runs in database (NULL: this one). True when a job was removed, false when there was none.';
+REVOKE EXECUTE ON FUNCTION @extschema@.unschedule_sandbox_operation_backfill(text, name, name) FROM PUBLIC;
+DO $$ BEGIN
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@.unschedule_sandbox_operation_backfill(text, name, name) TO ',
+            pg_catalog.current_setting('runtime_sandbox.grantees'));
+  END IF;
+END $$;
+

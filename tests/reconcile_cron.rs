@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 const LEDGER: &str = "cron_ledger";
 const BACKFILL_LEDGER: &str = "cron_backfill";
+/// The tests share the cron database and its extension: one at a time.
+static CRON_DATABASE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The reconciliation ledger's owner (not a superuser).
 const OWNER: &str = "rs_cron_ledger_owner";
 
@@ -46,7 +49,8 @@ fn setup(db: &mut Client) {
     db.batch_execute(&format!(
         "SET client_min_messages = warning;
          CREATE EXTENSION IF NOT EXISTS pg_cron;
-         SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}';
+         SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}'
+             OR jobname LIKE '%:it_cron_app.%';
          DELETE FROM cron.job_run_details;
          DROP SCHEMA IF EXISTS {LEDGER} CASCADE;
          DROP SCHEMA IF EXISTS {BACKFILL_LEDGER} CASCADE;
@@ -91,6 +95,7 @@ fn statuses(db: &mut Client) -> Vec<String> {
 
 #[test]
 fn reconcile_cron_jobs_reconcile_the_latest_snapshot_and_a_tick_meeting_a_long_run_skips() {
+    let _one_at_a_time = CRON_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
     let mut db = common::connect("postgres");
     setup(&mut db);
     // sb1 is listed by two snapshots, sb2 by neither: sb1 gets a lease, sb2
@@ -231,4 +236,104 @@ fn reconcile_cron_jobs_reconcile_the_latest_snapshot_and_a_tick_meeting_a_long_r
         .unwrap()
         .get::<_, bool>(0));
     teardown(&mut db);
+}
+
+/// pg_cron runs in database `postgres` (cron.database_name), the ledger lives in another: scheduling from the
+/// application database says where to go and what to run there; from the cron database, `database =>` makes
+/// jobs that run in the application's. A blocked run fails its job (the reason in job_run_details, logged
+/// once, the history row kept); after DROP EXTENSION in the application database the jobs fail saying how
+/// to remove them; unscheduling with `database =>` finds them.
+#[test]
+fn jobs_for_a_ledger_in_another_database_than_pg_cron() {
+    const APP: &str = "it_cron_app";
+    const L: &str = "cron_app_ledger";
+    let _one_at_a_time = CRON_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cron = common::connect("postgres");
+    setup(&mut cron);
+    common::fresh_database(APP);
+    let mut app = common::connect(APP);
+    app.batch_execute(&format!(
+        "SELECT runtime_sandbox.install_ledger('{L}');
+         INSERT INTO {L}.runtime_sandbox_operations
+             (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+         SELECT 'k' || g, 'daytona', 'run-' || g, 1, 'org', 'sb' || g, 'live', now() - interval '2 hours'
+         FROM generate_series(1, 20) g;
+         -- An empty listing against 20 live operations: the mass-absence valve blocks.
+         SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[]', now(), ledger_schema => '{L}');
+         INSERT INTO {L}.runs VALUES ('run-a', 'org');
+         INSERT INTO {L}.attempts (run_id, attempt, resource_json) VALUES ('run-a', 1, '[{{\"kind\": \"daytona_sandbox\", \"sandboxId\": \"dt-1\"}}]');"
+    ))
+    .unwrap();
+
+    // From the application database: refused, with where to go and what to run.
+    let err = app.query_one(&format!("SELECT runtime_sandbox.schedule_reconciliation(ledger_schema => '{L}')"), &[]).unwrap_err();
+    let db = err.as_db_error().unwrap();
+    assert_eq!(db.code().code(), "55000", "{err:?}");
+    let hint = db.hint().unwrap_or_default();
+    assert!(hint.contains("pg_cron runs in database \"postgres\"") && hint.contains(&format!("database => '{APP}'")), "{hint}");
+    assert!(hint.contains("SELECT cron.schedule_in_database('reconcile_daytona:cron_app_ledger'"), "{hint}");
+
+    // From the cron database, for the application's.
+    let reconcile: i64 = cron
+        .query_one(
+            &format!("SELECT runtime_sandbox.schedule_reconciliation('* * * * *', ledger_schema => '{L}', absent_confirmations => 1, database => '{APP}')"),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let backfill: i64 = cron
+        .query_one(&format!("SELECT runtime_sandbox.schedule_sandbox_operation_backfill(ledger_schema => '{L}', database => '{APP}')"), &[])
+        .unwrap()
+        .get(0);
+    let jobs: Vec<(String, String)> = cron
+        .query("SELECT jobname, database FROM cron.job WHERE jobid = ANY($1) ORDER BY jobid", &[&vec![reconcile, backfill]])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        jobs,
+        [(format!("reconcile_daytona:{APP}.{L}"), APP.to_string()), (format!("sandbox_operation_backfill:{APP}.{L}"), APP.to_string())]
+    );
+
+    // The next tick: the blocked run fails its job, its history row kept; the backfill completes.
+    let failed = |db: &mut Client, job: i64, like: &str| -> bool {
+        db.query_one(
+            "SELECT EXISTS (SELECT 1 FROM cron.job_run_details WHERE jobid = $1 AND status = 'failed' AND return_message LIKE $2)",
+            &[&job, &like],
+        )
+        .unwrap()
+        .get(0)
+    };
+    wait_for(&mut cron, "failed reconciliation job", &format!(
+        "SELECT EXISTS (SELECT 1 FROM cron.job_run_details WHERE jobid = {reconcile} AND status = 'failed')"
+    ));
+    assert!(failed(&mut cron, reconcile, "%scheduled reconciliation of ledger cron_app_ledger was blocked_mass_absence: 20 absent candidates among 20 live operations%"));
+    let status: String = app.query_one(&format!("SELECT status FROM {L}.reconciliation_runs"), &[]).unwrap().get(0);
+    assert_eq!(status, "blocked_mass_absence");
+    wait_for(&mut app, "completed backfill", &format!("SELECT phase = 'complete' FROM runtime_sandbox.backfill_status('{L}')"));
+    // Logged once: the job's error, not also the reconcile's WARNING.
+    let log = std::fs::read_to_string(common::cluster_dir().join("server.log")).unwrap_or_default();
+    let warnings = log.lines().filter(|l| l.contains("reconciliation of ledger \"cron_app_ledger\" blocked_mass_absence")).count();
+    let errors = log.lines().filter(|l| l.contains("ERROR:  runtime_sandbox: scheduled reconciliation of ledger cron_app_ledger")).count();
+    assert_eq!((warnings, errors >= 1), (0, true), "the blocked run's message in the server log");
+
+    // Without the extension, the jobs fail saying how to remove them.
+    app.batch_execute("DROP EXTENSION runtime_sandbox").unwrap();
+    wait_for(&mut cron, "jobs failing without the extension", &format!(
+        "SELECT count(DISTINCT jobid) = 2 FROM cron.job_run_details WHERE jobid IN ({reconcile}, {backfill})
+           AND return_message LIKE '%runtime_sandbox is not installed in database {APP}%'"
+    ));
+    for (function, job) in [("unschedule_reconciliation", reconcile), ("unschedule_sandbox_operation_backfill", backfill)] {
+        let removed: bool = cron
+            .query_one(&format!("SELECT runtime_sandbox.{function}(ledger_schema => '{L}', database => '{APP}')"), &[])
+            .unwrap()
+            .get(0);
+        assert!(removed, "{function}");
+        let left: i64 = cron.query_one("SELECT count(*) FROM cron.job WHERE jobid = $1", &[&job]).unwrap().get(0);
+        assert_eq!(left, 0);
+    }
+    drop(app);
+    common::connect("postgres").batch_execute(&format!("DROP DATABASE {APP} WITH (FORCE)")).unwrap();
+    teardown(&mut cron);
 }

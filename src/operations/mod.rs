@@ -17,11 +17,16 @@ pgrx::extension_sql_file!(
     requires = [
         shell::record_inventory_snapshot,
         shell::reconcile_daytona_latest,
-        shell::schedule_reconciliation,
-        shell::unschedule_reconciliation,
-        shell::schedule_sandbox_operation_backfill,
-        shell::unschedule_sandbox_operation_backfill
+        shell::schedule_reconciliation_with,
+        shell::unschedule_reconciliation_in,
+        shell::schedule_sandbox_operation_backfill_in,
+        shell::unschedule_sandbox_operation_backfill_in
     ]
+);
+pgrx::extension_sql_file!(
+    "../../sql/extension/operations_job.sql",
+    name = "operations_job",
+    requires = ["reconcile_types", shell::reconcile_daytona_latest]
 );
 
 #[cfg(feature = "pg_test")]

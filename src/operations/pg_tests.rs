@@ -317,15 +317,15 @@ fn operations_schedule_jobs_by_name_with_quoted_commands() {
     let backfill = int("SELECT runtime_sandbox.schedule_sandbox_operation_backfill(batch_size => 1000, max_batches => 5, \
                         ledger_schema => 'op_cron')");
     assert_eq!(
-        rows("SELECT jobname, schedule, command, database = current_database() AS here, username = current_user AS mine \
-              FROM cron.job ORDER BY jobid"),
+        rows("SELECT jobname, schedule, substring(command from 'CALL [^;]*') AS call, database = current_database() AS here, \
+              username = current_user AS mine, command LIKE 'DO $runtime_sandbox_job$%' AS wrapped FROM cron.job ORDER BY jobid"),
         json!([
-            {"jobname": "reconcile_daytona:op_cron", "schedule": "*/10 * * * *", "here": true, "mine": true,
-             "command": "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'op_cron')"},
-            {"jobname": "hourly 'check'", "schedule": "0 * * * *", "here": true, "mine": true,
-             "command": "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'op_cron')"},
-            {"jobname": "sandbox_operation_backfill:op_cron", "schedule": "* * * * *", "here": true, "mine": true,
-             "command": "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 1000, max_batches => 5, ledger_schema => 'op_cron')"},
+            {"jobname": "reconcile_daytona:op_cron", "schedule": "*/10 * * * *", "here": true, "mine": true, "wrapped": true,
+             "call": "CALL runtime_sandbox.run_reconciliation_job(batch_size => 500, minimum_age => pg_catalog.make_interval(months => 0, days => 0, secs => 600.000000), max_snapshot_age => pg_catalog.make_interval(months => 0, days => 0, secs => 900.000000), absent_confirmations => 2, max_absent_ratio => 0.5, ledger_schema => 'op_cron')"},
+            {"jobname": "hourly 'check'", "schedule": "0 * * * *", "here": true, "mine": true, "wrapped": true,
+             "call": "CALL runtime_sandbox.run_reconciliation_job(batch_size => 500, minimum_age => pg_catalog.make_interval(months => 0, days => 0, secs => 600.000000), max_snapshot_age => pg_catalog.make_interval(months => 0, days => 0, secs => 900.000000), absent_confirmations => 2, max_absent_ratio => 0.5, ledger_schema => 'op_cron')"},
+            {"jobname": "sandbox_operation_backfill:op_cron", "schedule": "* * * * *", "here": true, "mine": true, "wrapped": true,
+             "call": "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 1000, max_batches => 5, ledger_schema => 'op_cron')"},
         ])
     );
     let _ = backfill;

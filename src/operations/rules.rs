@@ -56,6 +56,9 @@ pub fn captured_not_ahead(captured_micros: i64, now_micros: i64) -> Result<(), A
 
 /// pg_cron job names are `name`s: 1..63 bytes, no control characters.
 pub fn job_name(argument: &'static str, value: &str) -> Result<String, ArgError> {
+    if value.contains(TAG) {
+        return Err(ArgError::new(argument, format!("must not contain {TAG}")));
+    }
     if value.trim().is_empty() {
         return Err(ArgError::new(argument, "must not be blank"));
     }
@@ -69,10 +72,16 @@ pub fn job_name(argument: &'static str, value: &str) -> Result<String, ArgError>
 }
 
 /// The job name a schedule function uses when none is given: one job per
-/// ledger and kind, so scheduling another ledger never replaces this one.
-pub fn default_job_name(kind: &str, ledger: &SchemaName) -> Result<String, ArgError> {
-    job_name("job_name", &format!("{kind}:{}", ledger.name))
-        .map_err(|_| ArgError::new("job_name", format!("the default {kind}:<ledger_schema> would be longer than 63 bytes; name the job")))
+/// ledger and kind (and database, for a job run in another one), so
+/// scheduling another ledger never replaces this one.
+pub fn default_job_name(kind: &str, ledger: &SchemaName, database: Option<&str>) -> Result<String, ArgError> {
+    let name = match database {
+        None => format!("{kind}:{}", ledger.name),
+        Some(database) => format!("{kind}:{database}.{}", ledger.name),
+    };
+    job_name("job_name", &name).map_err(|_| {
+        ArgError::new("job_name", format!("the default {kind}:[<database>.]<ledger_schema> would be longer than 63 bytes; name the job"))
+    })
 }
 
 const MACROS: &[&str] = &["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly", "@reboot"];
@@ -135,21 +144,74 @@ pub fn literal(value: &str) -> String {
     format!("'{}'", value.replace('\'', "''"))
 }
 
-/// What the reconciliation job runs: the latest snapshot, with the defaults.
-pub fn reconcile_command(ledger: &SchemaName) -> String {
+/// An interval as SQL that reads back the same in any session (no IntervalStyle involved).
+pub fn interval_sql(months: i32, days: i32, micros: i64) -> String {
+    let sign = if micros < 0 { "-" } else { "" };
+    let (seconds, fraction) = (micros.unsigned_abs() / 1_000_000, micros.unsigned_abs() % 1_000_000);
+    format!("pg_catalog.make_interval(months => {months}, days => {days}, secs => {sign}{seconds}.{fraction:06})")
+}
+
+/// The options a scheduled reconciliation runs with (validated by the caller).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconcileJob {
+    pub batch_size: i32,
+    /// (months, days, microseconds)
+    pub minimum_age: (i32, i32, i64),
+    pub max_snapshot_age: (i32, i32, i64),
+    pub absent_confirmations: i32,
+    pub max_absent_ratio: f32,
+}
+
+/// The dollar-quote tag of a job's DO block (job names may not contain it).
+const TAG: &str = "$runtime_sandbox_job$";
+
+/// A job's command: a DO block that says what to do when the extension is
+/// gone from the database the job runs in (its jobs would otherwise fail every
+/// tick with "schema does not exist"), then CALLs `call` (a procedure that
+/// COMMITs: DO at top level lets it).
+fn job_command(job_name: &str, check: &str, call: &str) -> String {
     format!(
-        "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => {})",
-        literal(&ledger.name)
+        "DO {TAG}\nBEGIN\n    IF pg_catalog.to_regprocedure({check}) IS NULL THEN\n        RAISE EXCEPTION \
+         'runtime_sandbox is not installed in database %: pg_cron job % has nothing to run', \
+         pg_catalog.current_database(), {name}\n            USING HINT = pg_catalog.format('Remove the job where \
+         pg_cron runs: SELECT cron.unschedule(%L);', {name});\n    END IF;\n    {call};\nEND\n{TAG}",
+        check = literal(check),
+        name = literal(job_name),
     )
 }
 
-/// What the backfill job runs. pg_cron runs a procedure that COMMITs only as
-/// the job's single statement, so this is one CALL and nothing else.
-pub fn backfill_command(batch_size: i32, max_batches: Option<i32>, ledger: &SchemaName) -> String {
-    format!(
-        "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => {batch_size}, max_batches => {}, ledger_schema => {})",
-        max_batches.map_or("NULL".to_string(), |n| n.to_string()),
-        literal(&ledger.name)
+/// What the reconciliation job runs: the latest snapshot with the job's
+/// options; the job fails when the run is blocked or finds no fresh snapshot
+/// (its history row committed first: run_reconciliation_job).
+pub fn reconcile_command(job_name: &str, ledger: &SchemaName, job: &ReconcileJob) -> String {
+    let (m, d, u) = job.minimum_age;
+    let (sm, sd, su) = job.max_snapshot_age;
+    job_command(
+        job_name,
+        "runtime_sandbox.run_reconciliation_job(integer, interval, interval, integer, real, name)",
+        &format!(
+            "CALL runtime_sandbox.run_reconciliation_job(batch_size => {}, minimum_age => {}, max_snapshot_age => {}, \
+             absent_confirmations => {}, max_absent_ratio => {}, ledger_schema => {})",
+            job.batch_size,
+            interval_sql(m, d, u),
+            interval_sql(sm, sd, su),
+            job.absent_confirmations,
+            job.max_absent_ratio,
+            literal(&ledger.name)
+        ),
+    )
+}
+
+/// What the backfill job runs: the procedure, committing page by page.
+pub fn backfill_command(job_name: &str, batch_size: i32, max_batches: Option<i32>, ledger: &SchemaName) -> String {
+    job_command(
+        job_name,
+        "runtime_sandbox.run_sandbox_operation_backfill(integer, integer, interval, name)",
+        &format!(
+            "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => {batch_size}, max_batches => {}, ledger_schema => {})",
+            max_batches.map_or("NULL".to_string(), |n| n.to_string()),
+            literal(&ledger.name)
+        ),
     )
 }
 
@@ -204,20 +266,41 @@ mod tests {
     }
 
     #[test]
-    fn commands_quote_the_ledger() {
+    fn commands_quote_the_ledger_and_say_what_to_do_without_the_extension() {
         let ledger = schema_name("ledger_schema", "ops_ledger").unwrap();
-        assert_eq!(
-            reconcile_command(&ledger),
-            "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'ops_ledger')"
+        let job = ReconcileJob {
+            batch_size: 500,
+            minimum_age: (0, 0, 600_000_000),
+            max_snapshot_age: (1, 2, 1_500_000),
+            absent_confirmations: 2,
+            max_absent_ratio: 0.5,
+        };
+        let command = reconcile_command("nightly 'x'", &ledger, &job);
+        assert!(command.starts_with("DO $runtime_sandbox_job$\nBEGIN\n"), "{command}");
+        assert!(command.contains("'runtime_sandbox.run_reconciliation_job(integer, interval, interval, integer, real, name)'"), "{command}");
+        assert!(command.contains("pg_catalog.current_database(), 'nightly ''x'''"), "{command}");
+        assert!(
+            command.contains(
+                "CALL runtime_sandbox.run_reconciliation_job(batch_size => 500, minimum_age => pg_catalog.make_interval(months => 0, \
+                 days => 0, secs => 600.000000), max_snapshot_age => pg_catalog.make_interval(months => 1, days => 2, secs => 1.500000), \
+                 absent_confirmations => 2, max_absent_ratio => 0.5, ledger_schema => 'ops_ledger');"
+            ),
+            "{command}"
         );
-        assert_eq!(
-            backfill_command(500, None, &ledger),
-            "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 500, max_batches => NULL, ledger_schema => 'ops_ledger')"
+        let backfill = backfill_command("b", 500, None, &ledger);
+        assert!(
+            backfill.contains(
+                "CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 500, max_batches => NULL, ledger_schema => 'ops_ledger');"
+            ),
+            "{backfill}"
         );
         assert_eq!(literal("a'b"), "'a''b'");
-        assert_eq!(default_job_name("reconcile_daytona", &ledger).unwrap(), "reconcile_daytona:ops_ledger");
+        assert_eq!(default_job_name("reconcile_daytona", &ledger, None).unwrap(), "reconcile_daytona:ops_ledger");
+        assert_eq!(default_job_name("reconcile_daytona", &ledger, Some("app")).unwrap(), "reconcile_daytona:app.ops_ledger");
         let long = schema_name("ledger_schema", &"l".repeat(63)).unwrap();
-        assert_eq!(default_job_name("reconcile_daytona", &long).unwrap_err().argument, "job_name");
+        assert_eq!(default_job_name("reconcile_daytona", &long, None).unwrap_err().argument, "job_name");
+        assert!(job_name("job_name", "a$runtime_sandbox_job$b").is_err());
+        assert_eq!(interval_sql(0, 0, -1_500_000), "pg_catalog.make_interval(months => 0, days => 0, secs => -1.500000)");
     }
 
     #[test]

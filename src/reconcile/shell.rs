@@ -578,6 +578,16 @@ fn record_run(client: &mut SpiClient, ledger: &SchemaName, started_at: Timestamp
 
 /// An apply that did not go through says so: a WARNING to the caller (pg_cron
 /// logs it) and a notification on channel `runtime_sandbox` for listeners.
+/// Whether the call runs inside run_reconciliation_job, which raises the
+/// reason as the job's error (one message per blocked run, not two).
+fn in_scheduled_job() -> bool {
+    // SAFETY: GetConfigOption returns a pointer into the GUC's storage, or NULL.
+    unsafe {
+        let value = pg_sys::GetConfigOption(c"runtime_sandbox.scheduled_job".as_ptr(), true, false);
+        !value.is_null() && std::ffi::CStr::from_ptr(value).to_bytes() == b"on"
+    }
+}
+
 pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, summary: &Summary) {
     if !summary.status.alerts() {
         return;
@@ -599,7 +609,9 @@ pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, su
             None => "there is no Daytona snapshot; nothing was reconciled".to_string(),
         },
     };
-    warning!("runtime_sandbox: reconciliation of ledger {:?} {}: {reason}", ledger.name, summary.status.as_str());
+    if !in_scheduled_job() {
+        warning!("runtime_sandbox: reconciliation of ledger {:?} {}: {reason}", ledger.name, summary.status.as_str());
+    }
     let payload = serde_json::json!({
         "ledger_schema": ledger.name,
         "provider": PROVIDER,

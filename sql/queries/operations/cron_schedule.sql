@@ -1,3 +1,3 @@
--- Create or replace the caller's job named $1 (pg_cron keys jobs by name and
--- user): schedule $2, command $3. Returns its job id.
+-- Create or replace (by name, for the current role) the pg_cron job $1 on
+-- schedule $2 running $3 in this database. Returns the job id.
 SELECT cron.schedule($1, $2, $3)
