@@ -1,6 +1,9 @@
 # runtime_sandbox — every target installs what it needs first (scripts/setup.sh is idempotent).
 PG_MAJOR    ?= 15
 PG_CONFIG   ?= /usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config
+# The major of the server PG_CONFIG belongs to: the build's pgNN feature.
+SERVER_MAJOR = $(shell $(PG_CONFIG) --version 2>/dev/null | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+FEATURES     = --no-default-features --features pg$(SERVER_MAJOR)
 # Clusters live under /tmp: the postgres user must be able to enter them.
 TEST_PGDATA ?= /tmp/runtime_sandbox-pgrx/data
 DEMO_DIR    ?= /tmp/runtime_sandbox-demo
@@ -19,17 +22,23 @@ PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
 # Where `make bench` keeps each benchmark's output and the table.
 BENCH_OUT   ?= target/bench
 
-.PHONY: setup build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill clean
+.PHONY: setup setup-build build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill clean
 
 setup:
 	@scripts/setup.sh
+
+## Only what building into an existing server needs: cargo-pgrx and `cargo pgrx init` for PG_CONFIG.
+setup-build:
+	@scripts/setup.sh build
 
 build: setup
 	cargo build --features pg$(PG_MAJOR)
 
 ## Install into the server whose pg_config is $(PG_CONFIG) (an existing server: `make install PG_CONFIG=...`).
-install: setup
-	cargo pgrx install --release --pg-config $(PG_CONFIG)
+## Needs a Rust toolchain, libclang and that server's pg_config (and write access to its directories); it
+## installs no PostgreSQL.
+install: setup-build
+	cargo pgrx install --release --pg-config $(PG_CONFIG) $(FEATURES)
 
 install-dev: setup
 	cargo pgrx install --pg-config $(PG_CONFIG)
@@ -63,7 +72,7 @@ test-integration: install-dev
 	@scripts/cluster.sh stop $(IT_DIR)
 	cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
 
-demo: install
+demo: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@scripts/demo.sh "$(PSQL)"
 	@echo
@@ -76,7 +85,7 @@ demo-stop:
 
 ## Every benchmark in the demo cluster, then one table of every figure with its target (bench/table.sh;
 ## docs/benchmarks.md). Each script's whole output is kept in $(BENCH_OUT)/<name>.log, the table in table.txt.
-bench: install
+bench: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill
 
@@ -84,19 +93,19 @@ bench: install
 bench-table:
 	@bench/table.sh $(or $(wildcard $(BENCH_OUT)/*.log),/dev/null)
 
-bench-stock: install
+bench-stock: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/stock.sh "$(PSQL)"
 
-bench-managed: install
+bench-managed: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/managed.sh "$(PSQL)"
 
-bench-reconcile: install
+bench-reconcile: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/reconcile.sh "$(PSQL)"
 
-bench-backfill: install
+bench-backfill: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/backfill.sh "$(PSQL)"
 

@@ -1,13 +1,46 @@
 #!/usr/bin/env bash
 # Install what building and testing runtime_sandbox needs, and nothing twice.
 # Safe to run on every `make`: each step checks before it acts.
+#   scripts/setup.sh          everything `make test` and `make demo` need (Debian packages included)
+#   scripts/setup.sh build    only what building into an existing server needs (`make install`): cargo-pgrx
+#                             and `cargo pgrx init` for that server's pg_config; no PostgreSQL is installed
 set -euo pipefail
 
-PG_MAJOR=15
+PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config}"
 PGRX_VERSION=0.18.1
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# The server's major, from its pg_config (cargo pgrx init and the build's pgNN feature follow it).
+server_major() { "$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'; }
+
+build_setup() {
+  if ! command -v cargo >/dev/null; then
+    echo "setup: building needs a Rust toolchain (https://rustup.rs)" >&2; exit 1
+  fi
+  if ! [ -x "$PG_CONFIG" ]; then
+    echo "setup: no pg_config at $PG_CONFIG: pass PG_CONFIG=<the server's pg_config>" >&2; exit 1
+  fi
+  if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q libclang; then
+    echo "setup: building needs libclang (Debian: apt-get install libclang-dev)" >&2; exit 1
+  fi
+  if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
+    echo "setup: installing cargo-pgrx $PGRX_VERSION (about 5 minutes)"
+    cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+  fi
+  local major
+  major=$(server_major)
+  if ! grep -qs "pg${major} *= *\"$PG_CONFIG\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+    echo "setup: cargo pgrx init --pg${major} $PG_CONFIG"
+    cargo pgrx init --pg"${major}" "$PG_CONFIG"
+  fi
+}
+
+if [ "${1:-}" = build ]; then
+  build_setup
+  exit 0
+fi
 
 packages=(postgresql-${PG_MAJOR} postgresql-server-dev-${PG_MAJOR} postgresql-${PG_MAJOR}-cron libclang-dev sudo python3)
 missing=()
@@ -20,15 +53,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
-  echo "setup: installing cargo-pgrx $PGRX_VERSION (about 5 minutes)"
-  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+# prometheus-postgres-exporter and prometheus (for promtool): the monitoring files' test (tests/monitoring.rs).
+monitoring=()
+for p in prometheus-postgres-exporter prometheus; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || monitoring+=("$p")
+done
+if [ ${#monitoring[@]} -gt 0 ]; then
+  echo "setup: installing ${monitoring[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${monitoring[@]}" >/dev/null
 fi
 
-if ! grep -qs "pg${PG_MAJOR}" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
-  echo "setup: cargo pgrx init --pg${PG_MAJOR}"
-  cargo pgrx init --pg${PG_MAJOR} "$PG_CONFIG"
-fi
+build_setup
 
 # pgspot (make test runs it over the generated install script and the update scripts): a venv of its own.
 PGSPOT_VERSION=0.9.4

@@ -112,6 +112,9 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('x\"; DROP TABLE runtime_scheduler.runs; --')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"x\\\"; DROP TABLE runtime_scheduler.runs; --\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('nowhere')", "22023", "runtime_sandbox: invalid argument ledger_schema: schema \"nowhere\" does not exist"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.backfill_status('empty_ledger')", "42P01", "runtime_sandbox: ledger_schema \"empty_ledger\" lacks the ledger's table(s) attempts, control, runs, runtime_sandbox_operations"),
+    // run_reconciliation_job (the scheduled reconciliation's job): the reconcile's argument checks, first
+    ("batch_size", "CALL runtime_sandbox.run_reconciliation_job(batch_size => 0)", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got 0"),
+    ("absent_confirmations", "CALL runtime_sandbox.run_reconciliation_job(absent_confirmations => 0)", "22023", "runtime_sandbox: invalid argument absent_confirmations: must be an integer from 1 through 100, got 0"),
     // complete_sandbox_operation_backfill
     ("batch_size", "SELECT runtime_sandbox.complete_sandbox_operation_backfill(0)", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got 0"),
     ("max_batches", "SELECT runtime_sandbox.complete_sandbox_operation_backfill(500, 0)", "22023", "runtime_sandbox: invalid argument max_batches: must be NULL (until complete) or at least 1, got 0"),
@@ -227,7 +230,8 @@ const BY_POSTGRES: &[(&str, &str, &str)] = &[
     ("SELECT runtime_sandbox.backfill_sandbox_operations(after => ROW('2026-01-01', 'run-1', 1))", "42846", "cannot cast type record to runtime_sandbox.backfill_cursor"),
     ("SELECT runtime_sandbox.preview_sandbox_operation_backfill(after => ROW('infinityish', 'run-1', 1, 1))", "22007", "invalid input syntax for type timestamp with time zone: \"infinityish\""),
     ("CALL runtime_sandbox.run_sandbox_operation_backfill(pause => 'infinity')", "22007", "invalid input syntax for type interval: \"infinity\""),
-    ("BEGIN; CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 10)", "2D000", "invalid transaction termination"),
+    // Ours, with PostgreSQL's SQLSTATE for the same condition (and a HINT naming the fixes).
+    ("BEGIN; CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 10)", "2D000", "runtime_sandbox: CALL run_sandbox_operation_backfill() COMMITs after every page and cannot run inside a transaction block"),
     ("SELECT runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', company_id => 'not-a-uuid')", "22P02", "invalid input syntax for type uuid: \"not-a-uuid\""),
     ("SELECT runtime_sandbox.archive_managed_environment('daytona', company_id => '12345')", "22P02", "invalid input syntax for type uuid: \"12345\""),
     ("SELECT runtime_sandbox.managed_resource_status('env-1')", "42883", "function runtime_sandbox.managed_resource_status(unknown) does not exist"),
