@@ -36,10 +36,12 @@ pub enum Kind {
     NotOwner,
     /// 2D000: a call that COMMITs, made inside a transaction block.
     InvalidTransactionTermination,
+    /// 25006: a call that writes, on a standby.
+    ReadOnly,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::InvalidArgument,
         Kind::NotInstalled,
         Kind::ConcurrentChange,
@@ -52,6 +54,7 @@ impl Kind {
         Kind::UnusableLedger,
         Kind::NotOwner,
         Kind::InvalidTransactionTermination,
+        Kind::ReadOnly,
     ];
 
     /// The SQLSTATE as clients see it.
@@ -69,6 +72,7 @@ impl Kind {
             Kind::UnusableLedger => "55000",
             Kind::NotOwner => "42501",
             Kind::InvalidTransactionTermination => "2D000",
+            Kind::ReadOnly => "25006",
         }
     }
 }

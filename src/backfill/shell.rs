@@ -81,7 +81,7 @@ fn run_kept<'conn>(
             let plan = client.prepare_mut(sql, &types).unwrap_or_else(|e| raise(fail, e)).keep();
             plans.insert(sql.to_owned(), plan);
         }
-        client.update(&plans[sql], None, args).unwrap_or_else(|e| raise(fail, e))
+        pgrx::spi::Query::execute(&plans[sql], client, None, args).unwrap_or_else(|e| raise(fail, e))
     })
 }
 
@@ -650,7 +650,7 @@ fn next_of(page: &Page) -> Option<After> {
 // ---------------------------------------------------------------------------
 // The single-page functions
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum PageKind {
     Apply,
     Preview,
@@ -665,6 +665,9 @@ fn page_function(
     let limit = page_limit(batch_size);
     let after = after_position(after);
     let (ledger, access) = ledger(ledger_schema);
+    if kind == PageKind::Apply {
+        crate::shell::standby::refuse_writes("backfill_sandbox_operations");
+    }
     access.run(|| Spi::connect_mut(|client| {
         let page = scan_page(client, &ledger, Rules::applied(limit), after);
         let winners = page.winners();
@@ -803,6 +806,9 @@ fn advance_sandbox_operation_backfill(
     let dry_run = required("dry_run", dry_run);
     let limit = page_limit(batch_size);
     let (ledger, access) = ledger(ledger_schema);
+    if !dry_run {
+        crate::shell::standby::refuse_writes("advance_sandbox_operation_backfill");
+    }
     if let Some(requested) = max_batches.filter(|&n| n != clamp_max_batches(Some(n))) {
         // The application clamps without a word; a caller asking for more pages is told.
         warning!(
@@ -829,6 +835,7 @@ fn complete_sandbox_operation_backfill(
     let limit = page_limit(batch_size);
     let pages = run_max_batches(max_batches).or_raise();
     let (ledger, access) = ledger(ledger_schema);
+    crate::shell::standby::refuse_writes("complete_sandbox_operation_backfill");
     // The run lock, for this transaction: a running procedure holds it for its whole run.
     let tag = advisory_tag(run_lock_key(&ledger.name));
     // SAFETY: a transaction-level ExclusiveLock, waiting (lock_timeout and deadlock detection apply).
@@ -988,10 +995,12 @@ fn backfill_run_lock_key(
     page_limit(batch_size);
     run_max_batches(max_batches).or_raise();
     let pause = required("pause", pause);
+    args::finite_interval("pause", pause.months(), pause.days(), pause.micros()).or_raise();
     if pause.is_negative() {
         Error::argument("pause", "must not be negative").raise();
     }
     let (ledger, _) = ledger(ledger_schema);
+    crate::shell::standby::refuse_writes("run_sandbox_operation_backfill");
     // SAFETY: reads the transaction state.
     if unsafe { pg_sys::IsTransactionBlock() } {
         Error::new(

@@ -221,6 +221,7 @@ fn install_ledger(ledger_schema: Name) {
 }
 
 fn run_install(schema: &SchemaName) {
+    crate::shell::standby::refuse_writes("install_ledger");
     // SAFETY: see `checked`.
     unsafe { pg_sys::AcceptInvalidationMessages() };
     let mut facts = read_facts(schema);

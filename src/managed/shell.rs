@@ -86,7 +86,7 @@ struct App {
 }
 
 impl App {
-    fn open(app_schema: Option<Name>) -> App {
+    fn open(app_schema: Option<Name>, function: &'static str) -> App {
         let Some(value) = app_schema else { Error::argument("app_schema", "must not be null").raise() };
         let schema = schema_name("app_schema", value.as_str()).or_raise();
         let install = format!("SELECT runtime_sandbox.install_environment_tables('{}')", schema.name);
@@ -125,7 +125,7 @@ impl App {
             .raise();
         }
         if !owner::may_act_as(owner) {
-            Error::not_owner("the managed-environment functions", &schema.name, &owner_name, &owner::role_name(owner::current_user()))
+            Error::not_owner(function, &schema.name, &owner_name, &owner::role_name(owner::current_user()))
                 .raise();
         }
         App { schema, owner }
@@ -147,8 +147,8 @@ impl App {
         mut read: impl FnMut(&SpiHeapTupleData<'_>) -> spi::Result<T>,
     ) -> Vec<T> {
         let query = self.sql(template);
-        Spi::connect_mut(|client| {
-            let table = client.update(query.as_str(), None, args)?;
+        Spi::connect(|client| {
+            let table = crate::shell::spi::execute(client, query.as_str(), None, args)?;
             table.map(|row| read(&row)).collect::<spi::Result<Vec<T>>>()
         })
         .unwrap_or_else(|e| failed(&format!("query on app_schema {:?}", self.schema.name), e))
@@ -160,7 +160,7 @@ impl App {
     }
 
     fn run(&self, template: &str, args: &[DatumWithOid<'_>]) {
-        Spi::run_with_args(&self.sql(template), args)
+        crate::shell::spi::run_with_args(&self.sql(template), args)
             .unwrap_or_else(|e| failed(&format!("write to app_schema {:?}", self.schema.name), e));
     }
 
@@ -277,7 +277,7 @@ impl App {
             vocabulary::RESOURCE_KEY.into(),
             name.map(str::to_owned).into(),
         ];
-        let seen = Spi::get_one_with_args::<String>(&query, &args).unwrap_or_else(|e| failed("reading app_schema", e));
+        let seen = crate::shell::spi::get_one_with_args::<String>(&query, &args).unwrap_or_else(|e| failed("reading app_schema", e));
         let committed = read_with_latest_snapshot(&query, &args);
         if seen != committed {
             concurrent_change(
@@ -512,7 +512,8 @@ fn reconcile_managed_environment(
         platform_fully_managed,
     })
     .or_raise();
-    let app = App::open(app_schema);
+    let app = App::open(app_schema, "reconcile_managed_environment");
+    crate::shell::standby::refuse_writes("reconcile_managed_environment");
     let r = app.as_owner(|| serialized(&app, || reconcile(&app, &desired, company_id)));
     let activity = rules::activity_action(r.action, r.tracking_initialized);
     let args: [DatumWithOid; 9] = [
@@ -530,7 +531,7 @@ fn reconcile_managed_environment(
 }
 
 fn result_row(query: &str, args: &[DatumWithOid<'_>]) -> Row {
-    Spi::get_one_with_args::<Row>(query, args)
+    crate::shell::spi::get_one_with_args::<Row>(query, args)
         .unwrap_or_else(|e| failed("building the result row", e))
         .unwrap_or_else(|| error!("runtime_sandbox: result row is NULL"))
 }
@@ -548,7 +549,8 @@ fn archive_managed_environment(
         Some(p) if p.is_empty() => Error::argument("provider", "must not be empty").raise(),
         Some(p) => p,
     };
-    let app = App::open(app_schema);
+    let app = App::open(app_schema, "archive_managed_environment");
+    crate::shell::standby::refuse_writes("archive_managed_environment");
     let not_archived = || {
         let args: [DatumWithOid; 5] =
             [None::<String>.into(), false.into(), None::<String>.into(), 0i32.into(), None::<String>.into()];
@@ -560,7 +562,7 @@ fn archive_managed_environment(
         app.require_current_snapshot(&company_ids, None);
         let row = rules::archive_target(&rows, &provider)?;
         let bindings = app.bindings(&company_ids, Some(&row.id));
-        let token = Spi::get_one::<String>(sql!("archive_token.sql"))
+        let token = crate::shell::spi::get_one_with_args::<String>(sql!("archive_token.sql"), &[])
             .unwrap_or_else(|e| failed("gen_random_uuid", e))
             .unwrap_or_default();
         let (metadata, rehashed) = rules::archive(row, &bindings, &token);
@@ -585,6 +587,7 @@ fn archive_managed_environment(
 #[search_path(pg_catalog, pg_temp)]
 fn install_environment_tables(app_schema: default!(Name, "'public'")) {
     let schema = schema_name("app_schema", app_schema.as_str()).or_raise();
+    crate::shell::standby::refuse_writes("install_environment_tables");
     if !schema_exists(&schema.name) {
         Spi::run(&include_str!("../../sql/ddl/app_schema.sql").replace("@app@", &schema.quoted))
             .unwrap_or_else(|e| failed(&format!("creating schema {}", schema.name), e));
@@ -598,7 +601,7 @@ fn install_environment_tables(app_schema: default!(Name, "'public'")) {
 #[pg_extern(stable, parallel_restricted, requires = ["managed_types"])]
 #[search_path(pg_catalog, pg_temp)]
 fn managed_environment_drift(app_schema: default!(Option<Name>, "'public'")) -> SetOfIterator<'static, DriftRow> {
-    let app = App::open(app_schema);
+    let app = App::open(app_schema, "managed_environment_drift");
     let (bindings, newest, environments) = app.as_owner(|| drift_inputs(&app));
     let report = rules::drift(&bindings, &newest, &environments);
     let args: [DatumWithOid; 5] = [

@@ -74,6 +74,7 @@ fn record_inventory_snapshot(
     let schema = existing_schema("ledger_schema", ledger_schema.as_str());
 
     let access = crate::ledger::require(&schema, SNAPSHOT_NEEDS, "record_inventory_snapshot");
+    crate::shell::standby::refuse_writes("record_inventory_snapshot");
     access.run(|| Spi::connect_mut(|client| {
         let ledger = Ledger { quoted: &schema.quoted };
         let (table, _) = execute(
@@ -118,6 +119,9 @@ fn reconcile_daytona_latest(
         check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
     let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
     let access = crate::ledger::require(&options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
+    if !options.dry_run {
+        crate::shell::standby::refuse_writes("reconcile_daytona_latest");
+    }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = reconcile::jit(client, "off");
         let started_at = reconcile::now();
@@ -226,7 +230,7 @@ fn target(database: Option<Name>) -> Target {
 }
 
 fn current_database() -> String {
-    Spi::get_one::<String>("SELECT pg_catalog.current_database()::text")
+    crate::shell::spi::get_one_with_args::<String>("SELECT pg_catalog.current_database()::text", &[])
         .unwrap_or_else(|e| error!("runtime_sandbox: current_database(): {e}"))
         .unwrap_or_default()
 }
@@ -280,6 +284,7 @@ fn schedule_reconciliation_with(
         // The job will run as whoever schedules it: that role must be able to act as the ledger's owner.
         crate::ledger::require(&ledger, &latest_needs(false), "schedule_reconciliation");
     }
+    crate::shell::standby::refuse_writes("schedule_reconciliation");
     Spi::connect_mut(|client| schedule_job(client, "schedule_reconciliation", &job, &schedule, &command, &target))
 }
 
@@ -311,6 +316,7 @@ fn unschedule_reconciliation_in(
     let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
     let target = target(database);
     let job = job(job_name, RECONCILE_JOB, &ledger, &target);
+    crate::shell::standby::refuse_writes("unschedule_reconciliation");
     Spi::connect_mut(|client| unschedule_job(client, "unschedule_reconciliation", &job, &target))
 }
 
@@ -345,6 +351,7 @@ fn schedule_sandbox_operation_backfill_in(
     if target.database.is_none() {
         crate::ledger::require(&ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
     }
+    crate::shell::standby::refuse_writes("schedule_sandbox_operation_backfill");
     Spi::connect_mut(|client| schedule_job(client, "schedule_sandbox_operation_backfill", &job, &schedule, &command, &target))
 }
 
@@ -371,6 +378,7 @@ fn unschedule_sandbox_operation_backfill_in(
     let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
     let target = target(database);
     let job = job(job_name, BACKFILL_JOB, &ledger, &target);
+    crate::shell::standby::refuse_writes("unschedule_sandbox_operation_backfill");
     Spi::connect_mut(|client| unschedule_job(client, "unschedule_sandbox_operation_backfill", &job, &target))
 }
 

@@ -138,6 +138,9 @@ fn reconcile(
     let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
     let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
     let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
+    if !options.dry_run {
+        crate::shell::standby::refuse_writes("reconcile_daytona");
+    }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = jit(client, "off");
         let started_at = now();
@@ -178,8 +181,7 @@ pub(crate) fn execute<'conn>(
     params: &[DatumWithOid],
 ) -> (SpiTupleTable<'conn>, f64) {
     let started = Instant::now();
-    let table = client
-        .update(sql, None, params)
+    let table = crate::shell::spi::execute(client, sql, None, params)
         .unwrap_or_else(|e| error!("runtime_sandbox: reconcile_daytona statement failed: {e}"));
     (table, started.elapsed().as_secs_f64() * 1000.0)
 }
@@ -629,7 +631,7 @@ pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, su
 }
 
 pub(crate) fn result_row(summary: &Summary) -> PgHeapTuple<'static, AllocatedByRust> {
-    Spi::get_one_with_args::<PgHeapTuple<'static, AllocatedByRust>>(SUMMARY_ROW, &[summary.to_json().into()])
+    crate::shell::spi::get_one_with_args::<PgHeapTuple<'static, AllocatedByRust>>(SUMMARY_ROW, &[summary.to_json().into()])
         .unwrap_or_else(|e| error!("runtime_sandbox: reconcile_daytona could not build its result: {e}"))
         .expect("jsonb_populate_record returns a row")
 }

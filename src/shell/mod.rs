@@ -9,6 +9,7 @@
 pub mod owner;
 pub mod raise;
 pub mod spi;
+pub mod standby;
 pub mod types;
 
 pub use raise::{check, raise_arg, raise_with_hint, OrRaise, Raise};

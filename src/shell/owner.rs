@@ -103,11 +103,25 @@ pub fn with_setting<R>(name: &str, value: &str, work: impl FnOnce() -> R) -> R {
     }
     // SAFETY: pushes a GUC nest level.
     let level = Level(unsafe { pg_sys::NewGUCNestLevel() });
-    pgrx::Spi::run_with_args(
-        "SELECT pg_catalog.set_config($1, $2, true)",
-        &[name.into(), value.into()],
-    )
-    .unwrap_or_else(|e| pgrx::error!("runtime_sandbox: setting {name} failed: {e}"));
+    // Set directly, as set_config(name, value, true) does, not through SPI: a
+    // statement run that way would assign a transaction id, which a read-only
+    // call must not need (it would fail on a standby).
+    let c_name = std::ffi::CString::new(name).expect("setting names have no NUL");
+    let c_value = std::ffi::CString::new(value).expect("setting values have no NUL");
+    // SAFETY: both strings outlive the call; errors are raised as ERROR.
+    unsafe {
+        let context = if pg_sys::superuser() { pg_sys::GucContext::PGC_SUSET } else { pg_sys::GucContext::PGC_USERSET };
+        pg_sys::set_config_option(
+            c_name.as_ptr(),
+            c_value.as_ptr(),
+            context,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            true,
+            pgrx::PgLogLevel::ERROR as i32,
+            false,
+        );
+    }
     let result = work();
     drop(level);
     result

@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 
 /// Whether a schema of this name exists (`false` when the look-up fails).
 pub fn schema_exists(name: &str) -> bool {
-    Spi::get_one_with_args::<bool>(include_str!("../../sql/queries/shell/schema_exists.sql"), &[name.into()])
+    get_one_with_args::<bool>(include_str!("../../sql/queries/shell/schema_exists.sql"), &[name.into()])
     .unwrap_or(Some(false))
     .unwrap_or(false)
 }
@@ -42,4 +42,35 @@ impl<T> ReadValue<T> for Result<Option<T>, pgrx::spi::SpiError> {
     fn read_value(self) -> Option<T> {
         self.unwrap_or_else(|e| error!("runtime_sandbox: a statement's result could not be read: {e}"))
     }
+}
+
+/// Run one statement read-write (a fresh snapshot that sees the transaction's
+/// earlier writes), without asking for a transaction id first. pgrx's
+/// `update`, `run` and `get_one` assign one up front; a call that writes
+/// nothing (a dry run, a status read) must not need one: it would fail on a
+/// standby ("cannot assign TransactionIds during recovery") and spend an id
+/// per call on a primary. A statement that writes takes its id as it writes.
+pub fn execute<'conn>(
+    client: &pgrx::spi::SpiClient<'conn>,
+    sql: &str,
+    limit: Option<i64>,
+    args: &[pgrx::datum::DatumWithOid<'_>],
+) -> pgrx::spi::Result<pgrx::spi::SpiTupleTable<'conn>> {
+    use pgrx::spi::Query;
+    let types: Vec<PgOid> = args.iter().map(|a| PgOid::from(a.oid())).collect();
+    let statement = client.prepare_mut(sql, &types)?;
+    (&statement).execute(client, limit.map(|l| l as _), args)
+}
+
+/// [`execute`], the first column of the first row.
+pub fn get_one_with_args<A: FromDatum + IntoDatum>(
+    sql: &str,
+    args: &[pgrx::datum::DatumWithOid<'_>],
+) -> pgrx::spi::Result<Option<A>> {
+    Spi::connect(|client| execute(client, sql, Some(1), args)?.first().get_one())
+}
+
+/// [`execute`] for its effect.
+pub fn run_with_args(sql: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> pgrx::spi::Result<()> {
+    Spi::connect(|client| execute(client, sql, None, args).map(|_| ()))
 }
