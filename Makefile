@@ -84,7 +84,7 @@ demo-stop:
 	@scripts/cluster.sh stop $(DEMO_DIR)
 
 ## Every benchmark in the demo cluster, then one table of every figure with its target (bench/table.sh;
-## docs/benchmarks.md). Each script's whole output is kept in $(BENCH_OUT)/<name>.log, the table in table.txt.
+## docs/design/benchmarks.md). Each script's whole output is kept in $(BENCH_OUT)/<name>.log, the table in table.txt.
 bench: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill

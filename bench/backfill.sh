@@ -12,7 +12,7 @@
 #      others run PAGES pages from the start and PAGES pages from 95 % in
 #      (the checkpoint is set there, as a hand-over would), for a quicker run.
 #      BENCH_QUICK=1: ATTEMPTS 50000 and batch 1000 only (checks the wiring).
-# Prints BENCH lines (docs/benchmarks.md) for bench/table.sh: backfill.<shape>.b<size> (resources/s by the wall
+# Prints BENCH lines (docs/design/benchmarks.md) for bench/table.sh: backfill.<shape>.b<size> (resources/s by the wall
 # clock of the whole CALL, commits included; target >= 60000 at batch 1000) and backfill.<shape>.b1000.pages (mean
 # page time of the last tenth of full pages / of the first tenth; target <= 1.2).
 # About 6 minutes on the 2-core machine with the defaults.

@@ -18,7 +18,7 @@
 # ones. Growth = the fastest call at the largest size / the fastest at the
 # smallest: the sizes run a minute apart, and other processes' load inflates
 # their medians unevenly; the fastest call is the least disturbed.
-# Prints BENCH lines (docs/benchmarks.md) for bench/table.sh.
+# Prints BENCH lines (docs/design/benchmarks.md) for bench/table.sh.
 # Usage: bench/managed.sh "<psql command>"   (KEEP_DB=1 keeps the last database, for profiling)
 set -euo pipefail
 PSQL=${1:?usage: bench/managed.sh "<psql command>"}
@@ -123,7 +123,7 @@ for companies in "${SIZES[@]}"; do
     calls=$(( CALLS / 5 > 10 ? CALLS / 5 : 10 ))
 done
 
-# Targets (docs/benchmarks.md): at the first size, a pass inside a web request's
+# Targets (docs/design/benchmarks.md): at the first size, a pass inside a web request's
 # budget; from the first size to the last, no worse than linear (10x companies: <= 11x).
 echo
 echo "managed environments: each call its own transaction; calls/s = 1 / median (${SIZES[*]} companies)"

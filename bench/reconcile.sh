@@ -7,7 +7,7 @@
 # 2% unleased, 2% absent, 2% terminal, 10% deleting). MIX=migration: the first
 # run after rollout (5%, 10%, 10%, 5%, 10%): far more rows to write.
 # BENCH_QUICK=1: sizes 1k and 10k only (checks the wiring in a minute).
-# Prints BENCH lines (docs/benchmarks.md) for bench/table.sh:
+# Prints BENCH lines (docs/design/benchmarks.md) for bench/table.sh:
 #   reconcile.<stats|nostats>.<n>.<dry|apply>  the unshaped ledger after / before ANALYZE
 #   reconcile.<stats|nostats>.growth.<dry|apply>  t(largest n) / t(a tenth of it)
 #   reconcile.steady.<n>.<dry|apply>, reconcile.steady.growth.<dry|apply>  the steady ledger (analyzed)

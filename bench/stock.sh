@@ -9,7 +9,7 @@
 #   mixed     one document in two of each, interleaved.
 # Rounds alternate the two expressions (best of ROUNDS, default 3, each), so
 # load from other processes hits both alike; the ratio is the figure.
-# Prints BENCH lines (docs/benchmarks.md) for bench/table.sh.
+# Prints BENCH lines (docs/design/benchmarks.md) for bench/table.sh.
 # Usage: bench/stock.sh "<psql command>" [docs]
 set -euo pipefail
 PSQL=${1:?usage: bench/stock.sh "<psql command>" [docs]}

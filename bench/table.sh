@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one benchmark table: collects the BENCH lines the bench scripts print
 #   BENCH|<name>|<value>|<unit>|<target>|<met>|<detail>
-# (docs/benchmarks.md describes them) from the given logs, or stdin, and prints
+# (docs/design/benchmarks.md describes them) from the given logs, or stdin, and prints
 # one row per benchmark: every row `make bench` is meant to produce, in a fixed
 # order, then any other BENCH line. A row whose line is missing says "not run";
 # met/missed is re-checked from the value and the target.

@@ -79,6 +79,10 @@ VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'complete_sandbox_operation_backfill_wrapper';
+-- advance_sandbox_operation_backfill: a max_batches outside 1..200 is now a WARNING.
+COMMENT ON FUNCTION @extschema@.advance_sandbox_operation_backfill(boolean, integer, integer, name) IS
+'The resumable orchestrator (the application''s advanceRuntimeSandboxOperationBackfill): applies up to max_batches pages (clamped to 1..200, as the application does, with a WARNING) from the checkpoint in <ledger_schema>.control key runtime_sandbox_operation_backfill_v1 (the application''s JSON shape), writing the checkpoint after every page; a short page completes it. dry_run previews one page with the application''s preview and writes nothing. A completed backfill stays complete.';
+
 COMMENT ON FUNCTION @extschema@.complete_sandbox_operation_backfill(integer, integer, name) IS
 'For migration tools that run each migration in a transaction: applies the rest of the operation backfill in the caller''s transaction, page by page from the checkpoint (no COMMIT), until complete or max_batches pages (NULL, the default: until complete); a NOTICE every 10 seconds. Waits first for a backfill another session runs on the ledger (the procedure, a pg_cron job; lock_timeout applies), so phase complete means the backfill is. Works where CALL run_sandbox_operation_backfill cannot: inside BEGIN ... COMMIT, and in one request of several statements.';
 REVOKE EXECUTE ON FUNCTION @extschema@.complete_sandbox_operation_backfill(integer, integer, name) FROM PUBLIC;
@@ -167,18 +171,20 @@ BEGIN
     summary := @extschema@.reconcile_daytona_latest(false, batch_size, minimum_age, max_snapshot_age,
                                                     absent_confirmations, ledger_schema, max_absent_ratio);
     COMMIT;
-    reason := CASE summary.status
-        WHEN 'blocked_mass_absence' THEN pg_catalog.format(
+    IF summary.status OPERATOR(pg_catalog.=) 'blocked_mass_absence' THEN
+        reason := pg_catalog.format(
             '%s absent candidates among %s live operations are too many to believe (an empty or partial listing?); nothing was seeded or marked absent',
-            summary.absent_candidates, summary.live_operations)
-        WHEN 'blocked_unowned_sandboxes' THEN pg_catalog.format(
+            summary.absent_candidates, summary.live_operations);
+    ELSIF summary.status OPERATOR(pg_catalog.=) 'blocked_unowned_sandboxes' THEN
+        reason := pg_catalog.format(
             '%s listed sandboxes are owned by no operation (first: %s); nothing was seeded or marked absent',
             pg_catalog.cardinality(summary.unmatched_provider_sandbox_ids),
-            pg_catalog.left(summary.unmatched_provider_sandbox_ids[1], 100))
-        WHEN 'no_fresh_snapshot' THEN pg_catalog.format(
+            pg_catalog.left(summary.unmatched_provider_sandbox_ids[1], 100));
+    ELSIF summary.status OPERATOR(pg_catalog.=) 'no_fresh_snapshot' THEN
+        reason := pg_catalog.format(
             'the newest Daytona snapshot (%s) is older than max_snapshot_age; nothing was reconciled',
-            coalesce(summary.snapshot_id::text, 'none'))
-    END;
+            coalesce(CAST(summary.snapshot_id AS pg_catalog.text), 'none'));
+    END IF;
     IF reason IS NOT NULL THEN
         RAISE EXCEPTION 'runtime_sandbox: scheduled reconciliation of ledger % was %: %', ledger_schema, summary.status, reason
             USING ERRCODE = '55000',

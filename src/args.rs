@@ -56,6 +56,21 @@ pub fn schema_name(argument: &'static str, value: &str) -> Result<SchemaName, Ar
     Ok(SchemaName { name: value.to_owned(), quoted: format!("\"{value}\"") })
 }
 
+/// Interval arguments must be finite. PostgreSQL 17 added `'infinity'` and
+/// `'-infinity'` intervals (every field at its maximum, or minimum); earlier
+/// majors cannot make them. An infinite age or pause has no useful meaning
+/// here (an age nothing reaches, a pause that never ends), so every major
+/// refuses the same values.
+pub fn finite_interval(argument: &'static str, months: i32, days: i32, micros: i64) -> Result<(), ArgError> {
+    let end = months == i32::MAX && days == i32::MAX && micros == i64::MAX;
+    let begin = months == i32::MIN && days == i32::MIN && micros == i64::MIN;
+    if end || begin {
+        Err(ArgError::new(argument, "must be a finite interval"))
+    } else {
+        Ok(())
+    }
+}
+
 /// `batch_size` is an integer from 1 through 1000 everywhere.
 pub const MAX_BATCH_SIZE: i32 = 1000;
 

@@ -1,4 +1,4 @@
-//! bench/table.sh, the one table `make bench` ends with (docs/benchmarks.md): every row it expects in its
+//! bench/table.sh, the one table `make bench` ends with (docs/design/benchmarks.md): every row it expects in its
 //! fixed order, a missing one `not run`, other rows after them, met/missed judged again from the value and
 //! the target whatever the script said (a disagreement marked `!`), the last line of a name winning.
 //! No database needed.

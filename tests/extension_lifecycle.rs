@@ -35,6 +35,36 @@ fn ledger_data_survives_drop_extension() {
     assert_eq!(runs, 1, "ledger tables are user tables, not extension members");
 }
 
+/// docs/uninstalling.md, as written: its dependency query names a user's view, DROP EXTENSION refuses until
+/// it is gone, the empty schema is left and can be dropped, and installing again works on the ledger kept.
+#[test]
+fn uninstalling_as_documented() {
+    let db = common::fresh_database("it_ext_uninstall");
+    let mut c = common::connect(&db);
+    c.batch_execute(
+        "SELECT runtime_sandbox.install_ledger();
+         INSERT INTO runtime_scheduler.runs (run_id, org_id) VALUES ('run-1', 'org-1');
+         CREATE VIEW public.hashes AS SELECT runtime_sandbox.stock_hash('{}'::jsonb) AS h;",
+    )
+    .unwrap();
+    let page = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/uninstalling.md")).unwrap();
+    let block = page.split("```sql\n").nth(1).unwrap().split("```").next().unwrap();
+    let query = block.split("-- 2.").nth(1).unwrap().split("-- 3.").next().unwrap();
+    let query = query.split_once('\n').unwrap().1.trim().trim_end_matches(';');
+    let dependents: Vec<String> = c.query(query, &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert!(dependents.iter().any(|d| d.contains("view hashes")), "{dependents:?}");
+    let e = c.batch_execute("DROP EXTENSION runtime_sandbox").unwrap_err();
+    assert!(common::db_message(&e).contains("other objects depend on it"), "{e}");
+    c.batch_execute("DROP VIEW public.hashes; DROP EXTENSION runtime_sandbox; DROP SCHEMA runtime_sandbox;").unwrap();
+    c.batch_execute("CREATE EXTENSION runtime_sandbox").unwrap();
+    let problems: i64 = c
+        .query_one("SELECT count(*) FROM runtime_sandbox.check_ledger() WHERE severity = 'error'", &[])
+        .unwrap()
+        .get(0);
+    let runs: i64 = c.query_one("SELECT count(*) FROM runtime_scheduler.runs", &[]).unwrap().get(0);
+    assert_eq!((problems, runs), (0, 1), "the ledger kept its rows and serves the new install");
+}
+
 #[test]
 fn writing_functions_are_not_granted_to_public() {
     let db = common::fresh_database("it_ext_privileges");

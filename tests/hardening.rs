@@ -1,7 +1,7 @@
 //! Hardening, over real connections, with the same jobs every time (reconcile, inventory snapshots and the
 //! reconciliation of the latest, the backfill function and procedure, managed reconcile, archive and drift,
 //! the stock hashes) and the same answers:
-//! - as a non-superuser operator holding only the grants docs/reference.md lists;
+//! - as a non-superuser operator holding only the grants docs/privileges.md lists;
 //! - in a session with temporary tables named like the ledger's and the application's;
 //! - in a session whose search_path puts public before pg_catalog, with public holding a raising clone of
 //!   every pg_catalog function the extension's SQL and Rust name, of the usual operators on the usual types,
@@ -165,10 +165,10 @@ fn drop_database(db: &str) {
     common::connect("postgres").batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).unwrap();
 }
 
-/// The first ```sql block under `## Operator role` in docs/reference.md.
+/// The first ```sql block under `## Operator role` in docs/privileges.md.
 fn documented_operator_grants() -> String {
-    let text = std::fs::read_to_string(repo().join("docs/reference.md")).unwrap();
-    let section = text.split("\n## Operator role").nth(1).expect("docs/reference.md has ## Operator role");
+    let text = std::fs::read_to_string(repo().join("docs/privileges.md")).unwrap();
+    let section = text.split("\n## Operator role").nth(1).expect("docs/privileges.md has ## Operator role");
     let block = section.split("```sql\n").nth(1).expect("an ```sql block under ## Operator role");
     block.split("```").next().unwrap().to_string()
 }
@@ -183,11 +183,11 @@ fn operator_with_only_the_documented_grants_runs_every_job() {
         .unwrap();
     let grants = documented_operator_grants();
     assert!(grants.contains(OPERATOR), "the documented grants name {OPERATOR}");
-    admin.batch_execute(&grants).unwrap_or_else(|e| panic!("docs/reference.md's grants: {}", common::db_message(&e)));
+    admin.batch_execute(&grants).unwrap_or_else(|e| panic!("docs/privileges.md's grants: {}", common::db_message(&e)));
 
     let mut operator =
         Client::connect(&format!("host=127.0.0.1 port={} user={OPERATOR} dbname={db}", common::port()), NoTls).unwrap();
-    assert_jobs_answer(&run_jobs(&mut operator), "as the operator with docs/reference.md's grants");
+    assert_jobs_answer(&run_jobs(&mut operator), "as the operator with docs/privileges.md's grants");
     // Nothing more than that: the DDL and the pg_cron jobs stay with the owner.
     for sql in [
         "SELECT runtime_sandbox.install_ledger()",

@@ -100,6 +100,11 @@ SELECT status FROM runtime_sandbox.reconcile_daytona(
 -- One page of two: the update must keep a pending checkpoint.
 SELECT phase FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1);
 SELECT runtime_sandbox.install_environment_tables('app');
+-- The application's tables belong to the ledger's owner role too (0.3.0 runs the managed statements as it).
+ALTER SCHEMA app OWNER TO rs_upgrade_ledger;
+ALTER TABLE app.environments OWNER TO rs_upgrade_ledger;
+ALTER TABLE app.built_in_managed_resources OWNER TO rs_upgrade_ledger;
+ALTER TABLE app.companies OWNER TO rs_upgrade_ledger;
 INSERT INTO app.companies (id, name) VALUES ('00000000-0000-0000-0000-0000000000c1', 'Acme');
 SELECT action FROM runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', '{"target": "us"}', app_schema => 'app');
 
@@ -338,10 +343,20 @@ fn update_from_0_1_0_equals_a_fresh_install_and_keeps_data_grants_and_dependents
     assert_eq!(one(&mut old, "SELECT extversion FROM pg_extension WHERE extname = 'runtime_sandbox'"), "0.1.0");
     old.batch_execute(DATA_0_1_0).unwrap_or_else(|e| panic!("0.1.0 data: {}", common::db_message(&e)));
     let data_before = user_data(&mut old);
+    // The library is shared by every database: once 0.3.0's files are installed, a database still at 0.1.0
+    // runs the ledger's statements as its owner too (docs/upgrading.md: grant membership first).
+    let refused = operator_answers(UPGRADED);
+    assert!(
+        refused[0].starts_with(&format!("ERROR: runtime_sandbox: reconcile_daytona runs on schema \"runtime_scheduler\" as its owner \"{LEDGER_OWNER}\"")),
+        "before the update: {refused:?}"
+    );
+    old.batch_execute(&format!("GRANT {LEDGER_OWNER} TO {OPERATOR}")).unwrap();
     let answers_before = operator_answers(UPGRADED);
     for (sql, answer) in OPERATOR_CALLS.iter().zip(&answers_before) {
         assert!(!answer.starts_with("ERROR") && !answer.is_empty(), "before the update, {sql}\n  gave {answer:?}");
     }
+    // Taken back, to see the update leave the operator as the 0.3.0 rules say.
+    old.batch_execute(&format!("REVOKE {LEDGER_OWNER} FROM {OPERATOR}")).unwrap();
     drop(old);
 
     // The update, in a session of its own as a deployment would run it.

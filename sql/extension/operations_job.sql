@@ -23,18 +23,20 @@ BEGIN
     summary := @extschema@.reconcile_daytona_latest(false, batch_size, minimum_age, max_snapshot_age,
                                                     absent_confirmations, ledger_schema, max_absent_ratio);
     COMMIT;
-    reason := CASE summary.status
-        WHEN 'blocked_mass_absence' THEN pg_catalog.format(
+    IF summary.status OPERATOR(pg_catalog.=) 'blocked_mass_absence' THEN
+        reason := pg_catalog.format(
             '%s absent candidates among %s live operations are too many to believe (an empty or partial listing?); nothing was seeded or marked absent',
-            summary.absent_candidates, summary.live_operations)
-        WHEN 'blocked_unowned_sandboxes' THEN pg_catalog.format(
+            summary.absent_candidates, summary.live_operations);
+    ELSIF summary.status OPERATOR(pg_catalog.=) 'blocked_unowned_sandboxes' THEN
+        reason := pg_catalog.format(
             '%s listed sandboxes are owned by no operation (first: %s); nothing was seeded or marked absent',
             pg_catalog.cardinality(summary.unmatched_provider_sandbox_ids),
-            pg_catalog.left(summary.unmatched_provider_sandbox_ids[1], 100))
-        WHEN 'no_fresh_snapshot' THEN pg_catalog.format(
+            pg_catalog.left(summary.unmatched_provider_sandbox_ids[1], 100));
+    ELSIF summary.status OPERATOR(pg_catalog.=) 'no_fresh_snapshot' THEN
+        reason := pg_catalog.format(
             'the newest Daytona snapshot (%s) is older than max_snapshot_age; nothing was reconciled',
-            coalesce(summary.snapshot_id::text, 'none'))
-    END;
+            coalesce(CAST(summary.snapshot_id AS pg_catalog.text), 'none'));
+    END IF;
     IF reason IS NOT NULL THEN
         RAISE EXCEPTION 'runtime_sandbox: scheduled reconciliation of ledger % was %: %', ledger_schema, summary.status, reason
             USING ERRCODE = '55000',

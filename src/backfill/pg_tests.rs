@@ -387,6 +387,7 @@ fn backfill_bad_input_names_the_argument_and_writes_nothing() {
         ("SELECT runtime_sandbox._backfill_run_lock_key(1, 0, '0', 'bf_bad')", "max_batches: must be NULL (until complete) or at least 1, got 0"),
         ("SELECT runtime_sandbox._backfill_run_lock_key(1, NULL, '-1 second', 'bf_bad')", "pause: must not be negative"),
         ("SELECT runtime_sandbox._backfill_run_lock_key(1, NULL, NULL, 'bf_bad')", "pause: must not be NULL"),
+        (&format!("SELECT runtime_sandbox._backfill_run_lock_key(1, NULL, {}, 'bf_bad')", crate::reconcile::tests::INFINITE_INTERVAL), "pause: must be a finite interval"),
         ("SELECT runtime_sandbox._backfill_run_lock_key(1001, NULL, '0', 'bf_bad')", "batch_size: must be an integer from 1 through 1000"),
     ];
     for (sql, expected) in cases {

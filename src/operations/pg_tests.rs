@@ -182,6 +182,7 @@ fn operations_latest_needs_a_fresh_snapshot() {
     );
     for (args, expected) in [
         (", max_snapshot_age => '0'", "22023 runtime_sandbox: invalid argument max_snapshot_age: must be positive"),
+        (&format!(", max_snapshot_age => {}", crate::reconcile::tests::INFINITE_INTERVAL), "22023 runtime_sandbox: invalid argument max_snapshot_age: must be a finite interval"),
         (", max_snapshot_age => NULL", "22023 runtime_sandbox: invalid argument max_snapshot_age: must not be NULL"),
         (", absent_confirmations => 0", "22023 runtime_sandbox: invalid argument absent_confirmations: must be an integer from 1 through 100, got 0"),
         (", max_absent_ratio => 2", "22023 runtime_sandbox: invalid argument max_absent_ratio: must be greater than 0 and at most 1, got 2"),

@@ -34,6 +34,7 @@ pub fn absent_confirmations(value: i32) -> Result<i32, ArgError> {
 
 /// `max_snapshot_age` must be positive (compared as PostgreSQL compares intervals).
 pub fn max_snapshot_age(months: i32, days: i32, micros: i64) -> Result<(), ArgError> {
+    crate::args::finite_interval("max_snapshot_age", months, days, micros)?;
     if crate::reconcile::summary::interval_micros(months, days, micros) > 0 {
         Ok(())
     } else {

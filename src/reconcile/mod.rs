@@ -22,6 +22,6 @@ extension_sql_file!("../../sql/extension/reconcile_api.sql", name = "reconcile_a
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]
-mod tests {
+pub(crate) mod tests {
     include!("pg_tests.rs");
 }

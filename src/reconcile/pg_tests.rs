@@ -606,8 +606,20 @@ fn reconcile_returns_named_columns() {
     );
 }
 
+/// PostgreSQL 17's `'infinity'` interval. Before 17 the same stored value is a
+/// (finite, absurd) interval the functions refuse alike.
+#[cfg(any(feature = "pg17", feature = "pg18"))]
+pub(crate) const INFINITE_INTERVAL: &str = "'infinity'::interval";
+#[cfg(any(feature = "pg17", feature = "pg18"))]
+pub(crate) const INFINITE_INTERVAL_TEXT: &str = "infinity";
+#[cfg(not(any(feature = "pg17", feature = "pg18")))]
+pub(crate) const INFINITE_INTERVAL: &str = "'2147483647 mons 2147483647 days 2562047788:00:54.775807'::interval";
+#[cfg(not(any(feature = "pg17", feature = "pg18")))]
+pub(crate) const INFINITE_INTERVAL_TEXT: &str = "178956970 years 7 mons 2147483647 days 2562047788:00:54.775807";
+
 #[pg_test]
 fn reconcile_rejects_every_bad_input_and_writes_nothing() {
+    assert_eq!(text(&format!("SELECT ({INFINITE_INTERVAL})::text")).as_deref(), Some(INFINITE_INTERVAL_TEXT));
     let l = Ledger::new("rc_bad");
     l.op("t1", "deleted", Some("sb-t1"), None, None, "1 hour");
     l.lease("t1", "run-t1", Some("sb-t1"), false);
@@ -641,6 +653,7 @@ fn reconcile_rejects_every_bad_input_and_writes_nothing() {
         (&format!("{ok}, batch_size => NULL"), "invalid argument batch_size: must not be NULL"),
         (&format!("{ok}, minimum_age => '-1 second'"), "invalid argument minimum_age: must not be negative"),
         (&format!("{ok}, minimum_age => NULL"), "invalid argument minimum_age: must not be NULL"),
+        (&format!("{ok}, minimum_age => {INFINITE_INTERVAL}"), "invalid argument minimum_age: must be a finite interval"),
         ("'[]', now(), false, ledger_schema => 'bad-name'", "invalid argument ledger_schema: \"bad-name\" is not a plain identifier"),
         ("'[]', now(), false, ledger_schema => 'no_such_schema'", "invalid argument ledger_schema: schema \"no_such_schema\" does not exist"),
         ("'[]', now(), false, ledger_schema => NULL", "invalid argument ledger_schema: must not be NULL"),

@@ -145,6 +145,7 @@ pub fn interval_micros(months: i32, days: i32, micros: i64) -> i128 {
 /// `minimum_age` must not be negative, compared the way PostgreSQL compares
 /// intervals (a month is 30 days, a day 24 hours).
 pub fn minimum_age(months: i32, days: i32, micros: i64) -> Result<(), ArgError> {
+    crate::args::finite_interval("minimum_age", months, days, micros)?;
     if interval_micros(months, days, micros) < 0 {
         Err(ArgError::new("minimum_age", "must not be negative"))
     } else {
@@ -204,6 +205,10 @@ mod tests {
         assert!(minimum_age(1, -31, 0).is_err());
         assert!(minimum_age(0, 1, -86_400_000_000).is_ok());
         assert_eq!(minimum_age(-1, 0, 0).unwrap_err().argument, "minimum_age");
+        // PostgreSQL 17's 'infinity' and '-infinity'.
+        assert_eq!(minimum_age(i32::MAX, i32::MAX, i64::MAX).unwrap_err().reason, "must be a finite interval");
+        assert_eq!(minimum_age(i32::MIN, i32::MIN, i64::MIN).unwrap_err().reason, "must be a finite interval");
+        assert!(minimum_age(i32::MAX, i32::MAX, i64::MAX - 1).is_ok());
     }
 
     #[test]
