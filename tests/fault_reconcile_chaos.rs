@@ -572,3 +572,80 @@ fn reconcile_finishing_two_held_jobs_does_not_deadlock() {
     assert_eq!(worker_result, Ok(1), "the worker's transaction");
     assert_eq!(apply_result, Ok(("applied".to_string(), 0)), "the apply");
 }
+
+/// A cleanup worker holds a lease whose id the apply's seeding meets (op-a's id, a lease of another
+/// sandbox, released: the application's ON CONFLICT DO UPDATE locks it and then leaves it alone), and then
+/// waits for a lease the apply's first release pass holds. The application's statement would wait for the
+/// worker and the worker for it (a deadlock, one of them failed); here seeding does not lock a lease it
+/// does not change, so the apply completes and the worker goes on after it.
+#[test]
+fn seeding_does_not_lock_a_lease_it_leaves_alone() {
+    let db = common::fresh_database("fault_reconcile_seed_lock");
+    let mut setup = common::connect(&db);
+    setup
+        .batch_execute(
+            "SELECT runtime_sandbox.install_ledger();
+             INSERT INTO runtime_scheduler.runs VALUES ('run-a', 'org'), ('run-t', 'org');
+             INSERT INTO runtime_scheduler.runtime_sandbox_operations
+                 (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+             VALUES ('op-a', 'daytona', 'run-a', 1, 'org', 'sb-a', 'live', now() - interval '2 days'),
+                    ('op-t', 'daytona', 'run-t', 1, 'org', 'sb-t', 'live', now() - interval '2 days');
+             -- op-a's identity has no lease, but its id is taken by a released lease of an older sandbox.
+             INSERT INTO runtime_scheduler.runtime_sandbox_capacity_leases
+                 (lease_id, org_id, run_id, provider, sandbox_id, released_at)
+             VALUES ('op-a', 'org', 'run-a', 'daytona', 'sb-old', now() - interval '1 day'),
+             -- op-t's open lease: its cleanup is durably deleted, so the first release pass takes it.
+                    ('op-t', 'org', 'run-t', 'daytona', 'sb-t', NULL);
+             INSERT INTO runtime_scheduler.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, status, deleted_at)
+             VALUES ('daytona', 'sb-t', 'run-t', 1, 'deleted', now() - interval '1 hour');",
+        )
+        .unwrap();
+    let touch = "UPDATE runtime_scheduler.runtime_sandbox_capacity_leases SET expires_at = clock_timestamp() WHERE lease_id = $1";
+
+    // The worker takes lease op-a ...
+    let mut worker = common::connect(&db);
+    let mut tx = worker.transaction().unwrap();
+    tx.execute(touch, &[&"op-a"]).unwrap();
+    // ... while an apply lists both sandboxes.
+    let mut reconciler = common::connect(&db);
+    let pid: i32 = reconciler.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    let apply = thread::spawn(move || {
+        reconciler
+            .query_one(
+                "SELECT status, live_leases_to_seed, seeded_leases, released_terminal_leases
+                 FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\": \"sb-a\"}, {\"sandboxId\": \"sb-t\"}]', now(), dry_run => false)",
+                &[],
+            )
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3)))
+            .map_err(|e| common::db_message(&e))
+    });
+    // Until the apply is done, or waits for a lock (the application's statement would, for op-a).
+    let mut watcher = common::connect(&db);
+    let started = std::time::Instant::now();
+    while !apply.is_finished()
+        && watcher
+            .query_one("SELECT coalesce(wait_event_type, '') <> 'Lock' FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .unwrap()
+            .get::<_, bool>(0)
+    {
+        assert!(started.elapsed() < Duration::from_secs(30), "the apply neither finished nor waited");
+        thread::sleep(Duration::from_millis(10));
+    }
+    // Then the worker touches op-t, which the apply's first pass released (and holds until it commits).
+    let worker_result = tx.execute(touch, &[&"op-t"]).map_err(|e| common::db_message(&e));
+    let worker_result = worker_result.and_then(|n| tx.commit().map(|_| n).map_err(|e| common::db_message(&e)));
+    let apply_result = apply.join().unwrap();
+    assert_eq!(worker_result, Ok(1), "the worker's transaction");
+    // op-a: to seed, but its id belongs to a released lease: nothing seeded (as the application); op-t released.
+    assert_eq!(apply_result, Ok(("applied".to_string(), 1, 0, 1)), "the apply");
+    let leases: Vec<(String, String, bool)> = setup
+        .query(
+            "SELECT lease_id, sandbox_id, released_at IS NOT NULL FROM runtime_scheduler.runtime_sandbox_capacity_leases ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(leases, [("op-a".into(), "sb-old".into(), true), ("op-t".into(), "sb-t".into(), true)]);
+}

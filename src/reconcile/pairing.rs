@@ -122,11 +122,19 @@ pub fn pair(items: &[InventoryItem], owned: &[bool], operations: &Operations) ->
 }
 
 /// What the capacity inspection finds for the matched sandboxes.
+///
+/// A matched identity with an open Daytona lease is never seeded, whatever
+/// its history holds; only the matched sandboxes with an identity lacking an
+/// open lease (the ones `to_inspect` names) have their history read. The
+/// counts are taken over those sandboxes: the application counts over every
+/// matched sandbox (telemetry only: what is seeded is the same).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inspection {
-    /// Distinct (sandbox_id, routing_domain) of leases on a matched sandbox id.
+    /// Distinct (sandbox_id, routing_domain) of the leases, open or released,
+    /// on the inspected sandboxes.
     pub lease_identities: i64,
-    /// Distinct (sandbox_id, routing_domain) of terminal cleanups on a matched sandbox id.
+    /// Distinct (sandbox_id, routing_domain) of the durably deleted cleanups
+    /// on the inspected sandboxes.
     pub terminal_identities: i64,
     /// Matched pairs with neither a lease nor a terminal cleanup for their
     /// identity (routing domains compared as `coalesce(x, '')`).
@@ -168,32 +176,19 @@ impl<'a> Domains<'a> {
 
 #[derive(Default)]
 struct Matched<'a> {
+    open: Domains<'a>,
     leases: Domains<'a>,
     terminal: Domains<'a>,
+    inspected: bool,
 }
 
-/// Record `rows` on the matched sandbox ids they name; returns how many
-/// distinct (sandbox_id, routing_domain) rows that was.
-fn record<'a>(
-    rows: &Identities<'a>,
-    index: &FastMap<&str, usize>,
-    matched: &mut [Matched<'a>],
-    terminal: bool,
-) -> i64 {
-    let mut distinct = 0;
-    for (sandbox_id, domain) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
-        if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
-            let entry = &mut matched[entry];
-            let domains = if terminal { &mut entry.terminal } else { &mut entry.leases };
-            distinct += domains.add(*domain) as i64;
-        }
-    }
-    distinct
-}
-
-pub fn inspect(pairing: &Pairing, operations: &Operations, leases: &Identities, terminal: &Identities) -> Inspection {
-    // One entry per matched sandbox id; the leases and terminal cleanups on it
-    // are recorded there, so each row costs one lookup.
+/// One entry per matched sandbox id, its open leases recorded, and whether it
+/// has a matched identity no open lease covers (it is inspected).
+fn matched_entries<'a, 'r>(
+    pairing: &Pairing,
+    operations: &Operations<'a>,
+    open: &Identities<'r>,
+) -> (FastMap<&'a str, usize>, Vec<Matched<'r>>) {
     let mut index: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(pairing.pairs.len(), Default::default());
     let mut matched: Vec<Matched> = Vec::with_capacity(pairing.pairs.len());
     for &(_, operation) in &pairing.pairs {
@@ -204,17 +199,75 @@ pub fn inspect(pairing: &Pairing, operations: &Operations, leases: &Identities, 
             });
         }
     }
-    let lease_identities = record(leases, &index, &mut matched, false);
+    for (sandbox_id, domain) in open.sandbox_ids.iter().zip(&open.routing_domains) {
+        if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
+            matched[entry].open.add(*domain);
+        }
+    }
+    for &(_, operation) in &pairing.pairs {
+        // Paired operations always have a sandbox id.
+        let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
+        let entry = &mut matched[index[sandbox_id]];
+        if !entry.open.covers(operations.routing_domains[operation].unwrap_or("")) {
+            entry.inspected = true;
+        }
+    }
+    (index, matched)
+}
+
+/// The matched sandbox ids whose history the inspection needs (an identity
+/// without an open lease), distinct, in byte order.
+pub fn to_inspect<'a>(pairing: &Pairing, operations: &Operations<'a>, open: &Identities<'_>) -> Vec<&'a str> {
+    let (index, matched) = matched_entries(pairing, operations, open);
+    let mut ids: Vec<&str> = index.iter().filter(|(_, &e)| matched[e].inspected).map(|(&id, _)| id).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Record `rows` on the inspected sandboxes they name; returns how many
+/// distinct (sandbox_id, routing_domain) rows that was.
+fn record<'r>(
+    rows: &Identities<'r>,
+    index: &FastMap<&str, usize>,
+    matched: &mut [Matched<'r>],
+    terminal: bool,
+) -> i64 {
+    let mut distinct = 0;
+    for (sandbox_id, domain) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
+        if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
+            let entry = &mut matched[entry];
+            if !entry.inspected {
+                continue;
+            }
+            let domains = if terminal { &mut entry.terminal } else { &mut entry.leases };
+            distinct += domains.add(*domain) as i64;
+        }
+    }
+    distinct
+}
+
+/// The inspection from the open leases (of every matched sandbox), the
+/// released ones and the durably deleted cleanups (of at least the sandboxes
+/// `to_inspect` named; rows of others are not counted).
+pub fn inspect<'r>(
+    pairing: &Pairing,
+    operations: &Operations<'_>,
+    open: &Identities<'r>,
+    released: &Identities<'r>,
+    terminal: &Identities<'r>,
+) -> Inspection {
+    let (index, mut matched) = matched_entries(pairing, operations, open);
+    let lease_identities =
+        record(open, &index, &mut matched, false) + record(released, &index, &mut matched, false);
     let terminal_identities = record(terminal, &index, &mut matched, true);
     let mut to_seed = 0;
     let mut seed_operations = Vec::new();
     let mut seen = FastSet::default();
     for &(_, operation) in &pairing.pairs {
-        // Paired operations always have a sandbox id.
         let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
         let domain = operations.routing_domains[operation].unwrap_or("");
         let entry = &matched[index[sandbox_id]];
-        if entry.leases.covers(domain) || entry.terminal.covers(domain) {
+        if entry.open.covers(domain) || entry.leases.covers(domain) || entry.terminal.covers(domain) {
             continue;
         }
         to_seed += 1;
@@ -323,34 +376,45 @@ mod tests {
         let ops = operations(&[("op-a", Some("a"), None, true)]);
         let pairing = pair(&items, &[false, false], &ops);
         assert_eq!(pairing.pairs, vec![(0, 0), (1, 0)]);
-        let inspection = inspect(&pairing, &ops, &identities(&[]), &identities(&[]));
+        let inspection = inspect(&pairing, &ops, &identities(&[]), &identities(&[]), &identities(&[]));
         assert_eq!(inspection.to_seed, 2);
         assert_eq!(inspection.seed_operations, vec![0]);
     }
 
     #[test]
-    fn inspection_counts_distinct_identities_on_matched_ids_only() {
-        let items = [item("a", None, None), item("b", Some("eu"), None), item("c", None, None)];
+    fn inspection_counts_distinct_identities_on_inspected_sandboxes_only() {
+        let items = [
+            item("a", None, None),
+            item("b", Some("eu"), None),
+            item("c", None, None),
+            item("d", None, None),
+        ];
         let ops = operations(&[
             ("op-a", Some("a"), None, true),
             ("op-b", Some("b"), Some("eu"), true),
             ("op-c", Some("c"), None, false),
+            ("op-d", Some("d"), None, true),
         ]);
-        let leases = identities(&[
-            (Some("a"), None),
-            (Some("a"), None),       // duplicate identity: counted once
-            (Some("a"), Some("")),   // '' and NULL are distinct rows ...
-            (Some("b"), Some("us")), // other domain: counted, but b still needs a lease
+        let open = identities(&[
+            (Some("a"), None),       // a's identity is leased: a is not inspected
+            (Some("b"), Some("us")), // another domain: b is inspected, and this lease counted
             (Some("z"), None),       // not a matched sandbox
+        ]);
+        let released = identities(&[
+            (Some("a"), Some("")),   // on a sandbox not inspected: not counted
+            (Some("d"), None),
+            (Some("d"), None),       // duplicate identity: counted once
+            (Some("d"), Some("")),   // '' and NULL are distinct rows ...
             (None, None),
         ]);
-        let terminal = identities(&[(Some("c"), Some("")), (Some("y"), None)]);
-        let pairing = pair(&items, &[false; 3], &ops);
-        let inspection = inspect(&pairing, &ops, &leases, &terminal);
+        let terminal = identities(&[(Some("c"), Some("")), (Some("a"), None), (Some("y"), None)]);
+        let pairing = pair(&items, &[false; 4], &ops);
+        assert_eq!(to_inspect(&pairing, &ops, &open), vec!["b", "c", "d"]);
+        let inspection = inspect(&pairing, &ops, &open, &released, &terminal);
         assert_eq!(inspection.lease_identities, 3);
         assert_eq!(inspection.terminal_identities, 1);
-        // ... but the same key when deciding what to seed: a is leased, c is
-        // terminal ('' = NULL there), b needs a lease.
+        // ... but the same key when deciding what to seed: a has its lease, d a
+        // released one, c is terminal ('' = NULL there), b needs a lease.
         assert_eq!(inspection.to_seed, 1);
         assert_eq!(inspection.seed_operations, vec![1]);
     }
@@ -363,6 +427,7 @@ mod tests {
         ops: &Operations,
         leases: &Identities,
         terminal: &Identities,
+        inspected: Option<&dyn Fn(&str) -> bool>,
     ) -> (Pairing, Inspection) {
         let mut pairs = Vec::new();
         for (i, it) in items.iter().enumerate() {
@@ -374,7 +439,12 @@ mod tests {
         }
         let unmatched = (0..items.len()).filter(|&i| !owned[i] && !pairs.iter().any(|p| p.0 == i)).collect();
         let lone_live = (0..ops.len()).filter(|&j| ops.live[j] && !pairs.iter().any(|p| p.1 == j)).collect();
-        let ids: Vec<&str> = pairs.iter().map(|p| ops.sandbox_ids[p.1].unwrap()).collect();
+        // The application counts over every matched sandbox; the extension over those it inspects.
+        let ids: Vec<&str> = pairs
+            .iter()
+            .map(|p| ops.sandbox_ids[p.1].unwrap())
+            .filter(|s| inspected.is_none_or(|keep| keep(s)))
+            .collect();
         fn distinct<'a>(rows: &Identities<'a>, ids: &[&str]) -> Vec<(&'a str, Option<&'a str>)> {
             let mut seen: Vec<(&str, Option<&str>)> = Vec::new();
             for (s, d) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
@@ -390,11 +460,16 @@ mod tests {
         let covered = |rows: &Vec<(&str, Option<&str>)>, s: &str, d: Option<&str>| {
             rows.iter().any(|r| r.0 == s && r.1.unwrap_or("") == d.unwrap_or(""))
         };
+        // What to seed: over every lease and terminal cleanup, as the application decides.
+        let (all_leased, all_terminated) = {
+            let all: Vec<&str> = pairs.iter().map(|p| ops.sandbox_ids[p.1].unwrap()).collect();
+            (distinct(leases, &all), distinct(terminal, &all))
+        };
         let mut to_seed = 0;
         let mut seed_operations = Vec::new();
         for &(_, j) in &pairs {
             let (s, d) = (ops.sandbox_ids[j].unwrap(), ops.routing_domains[j]);
-            if !covered(&leased, s, d) && !covered(&terminated, s, d) {
+            if !covered(&all_leased, s, d) && !covered(&all_terminated, s, d) {
                 to_seed += 1;
                 if !seed_operations.contains(&j) {
                     seed_operations.push(j);
@@ -477,7 +552,7 @@ mod tests {
         fn agrees_with_the_naive_sql(
             raw_items in proptest::collection::vec((0usize..4, 0usize..3, any::<bool>()), 0..12),
             raw_ops in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3, any::<bool>()), 0..12),
-            raw_leases in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3), 0..12),
+            raw_leases in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3, any::<bool>()), 0..12),
             raw_terminal in proptest::collection::vec((proptest::option::of(0usize..4), 0usize..3), 0..6),
         ) {
             // Items never carry '' (normalization makes blanks NULL).
@@ -491,16 +566,34 @@ mod tests {
                 routing_domains: raw_ops.iter().map(|r| DOMAINS[r.1]).collect(),
                 live: raw_ops.iter().map(|r| r.2).collect(),
             };
-            let rows = |raw: &Vec<(Option<usize>, usize)>| Identities {
+            let rows = |raw: &[(Option<usize>, usize)]| Identities {
                 sandbox_ids: raw.iter().map(|r| r.0.map(|s| NAMES[s])).collect(),
                 routing_domains: raw.iter().map(|r| DOMAINS[r.1]).collect(),
             };
-            let (leases, terminal) = (rows(&raw_leases), rows(&raw_terminal));
+            let part = |open: bool| -> Vec<(Option<usize>, usize)> {
+                raw_leases.iter().filter(|r| r.2 == open).map(|r| (r.0, r.1)).collect()
+            };
+            let (open, released) = (rows(&part(true)), rows(&part(false)));
+            let all: Vec<(Option<usize>, usize)> = raw_leases.iter().map(|r| (r.0, r.1)).collect();
+            let (leases, terminal) = (rows(&all), rows(&raw_terminal));
             let pairing = pair(&items, &owned, &ops);
-            let inspection = inspect(&pairing, &ops, &leases, &terminal);
-            let (expected_pairing, expected_inspection) = naive(&items, &owned, &ops, &leases, &terminal);
-            prop_assert_eq!(pairing, expected_pairing);
-            prop_assert_eq!(inspection, expected_inspection);
+            let inspected = to_inspect(&pairing, &ops, &open);
+            let inspection = inspect(&pairing, &ops, &open, &released, &terminal);
+            // The application's decisions over every lease; the counts over the inspected sandboxes.
+            let (application_pairing, application) = naive(&items, &owned, &ops, &leases, &terminal, None);
+            let keep = |s: &str| inspected.contains(&s);
+            let (_, counted) = naive(&items, &owned, &ops, &leases, &terminal, Some(&keep));
+            prop_assert_eq!(&pairing, &application_pairing);
+            prop_assert_eq!(inspection.to_seed, application.to_seed);
+            prop_assert_eq!(&inspection.seed_operations, &application.seed_operations);
+            prop_assert_eq!(inspection, counted);
+            // A sandbox is inspected exactly when one of its matched identities has no open lease.
+            for &(_, j) in &pairing.pairs {
+                let (s, d) = (ops.sandbox_ids[j].unwrap(), ops.routing_domains[j].unwrap_or(""));
+                let leased = open.sandbox_ids.iter().zip(&open.routing_domains)
+                    .any(|(os, od)| *os == Some(s) && od.unwrap_or("") == d);
+                prop_assert!(leased || inspected.contains(&s));
+            }
         }
     }
 }

@@ -324,15 +324,14 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     let mut seed_keys = Vec::new();
     if summary.matched_live_sandboxes > 0 {
         let started = Instant::now();
-        // The leases and deleted cleanups of the matched sandbox ids only.
-        let mut matched_ids: Vec<&str> =
-            pairs.pairs.iter().filter_map(|&(_, operation)| operations.sandbox_ids[operation]).collect();
-        matched_ids.sort_unstable();
-        matched_ids.dedup();
+        // History is read only for the matched sandboxes whose decision depends on it.
         let mut inspection = None;
-        capacity.inspect(client, &ledger, &matched_ids, |leases, terminal| {
-            inspection = Some(pairing::inspect(&pairs, &operations, leases, terminal));
-        });
+        capacity.inspect(
+            client,
+            &ledger,
+            |open| pairing::to_inspect(&pairs, &operations, open),
+            |open, released, deleted| inspection = Some(pairing::inspect(&pairs, &operations, open, released, deleted)),
+        );
         let inspection = inspection.expect("inspected");
         // The application inspects leases and terminal cleanups in two
         // statements; both counts are reported, the time goes to the first.
@@ -804,86 +803,105 @@ impl<'t> Capacity<'t> {
         rows
     }
 
-    /// The capacity inspection's rows for the matched sandboxes `matched`
-    /// (distinct): their leases, released or not, and their durably deleted
-    /// cleanups, as (sandbox, routing domain) identities, handed to `inspect`.
-    pub fn inspect(
+    /// The capacity inspection: the open leases of the matched sandboxes;
+    /// `to_inspect` names, from them, the sandboxes whose history decides
+    /// (an identity without an open lease); their released leases and durably
+    /// deleted cleanups are read (probed, on a long history), and `inspect` is
+    /// handed the open leases, the released ones and the deleted cleanups as
+    /// (sandbox, routing domain) identities.
+    pub fn inspect<'o>(
         &mut self,
         client: &mut SpiClient,
         ledger: &Ledger,
-        matched: &[&str],
-        inspect: impl FnOnce(&pairing::Identities, &pairing::Identities),
+        to_inspect: impl FnOnce(&pairing::Identities) -> Vec<&'o str>,
+        inspect: impl FnOnce(&pairing::Identities, &pairing::Identities, &pairing::Identities),
     ) {
         let (leases_whole, deleted_reach) = self.reach(client, ledger);
 
-        // Leases: all of them (read now, after recovery); or the open ones,
-        // as the first pass read them with the ones recovery bound re-read
-        // (a dry run reads them now), and the released ones probed.
-        let mut lease_reads: Vec<Columns<2>> = Vec::new();
+        // Open leases: the whole table's rows, flagged (a small table); or the
+        // open ones as the first pass read them, with the ones recovery bound
+        // re-read; or read now (a dry run).
         let reuse_open = !leases_whole && self.open.is_some();
-        if leases_whole {
-            lease_reads.push(Columns::read(client, &ledger.sql(LEASE_IDENTITIES), &[]));
-        } else if !reuse_open {
-            let open = planned(client, THROUGH_PARTIAL_INDEX, |client| {
+        let whole = leases_whole.then(|| Columns::<3>::read(client, &ledger.sql(LEASE_IDENTITIES), &[]));
+        let mut open_reads: Vec<Columns<2>> = Vec::new();
+        if reuse_open && !self.bound.is_empty() {
+            open_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
+        } else if !leases_whole && !reuse_open {
+            open_reads.push(planned(client, THROUGH_PARTIAL_INDEX, |client| {
                 Columns::read(client, &ledger.sql(LEASE_IDENTITIES_OPEN), &[])
-            });
-            lease_reads.push(open);
-        } else if !self.bound.is_empty() {
-            lease_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
+            }));
         }
-        if !leases_whole {
+        let first_pass = if reuse_open { self.open.as_ref().map(Columns::columns) } else { None };
+        let open_columns: Vec<[Vec<Option<&str>>; 2]> = open_reads.iter().map(Columns::columns).collect();
+        let whole_columns = whole.as_ref().map(Columns::columns);
+        let bound: FastSet<&str> = self.bound.iter().map(String::as_str).collect();
+        let mut open = pairing::Identities::default();
+        let mut released = pairing::Identities::default();
+        if let Some([ids, sandboxes, domains, _]) = &first_pass {
+            for i in (0..ids.len()).filter(|&i| !bound.contains(ids[i].unwrap_or_default())) {
+                open.sandbox_ids.push(sandboxes[i]);
+                open.routing_domains.push(domains[i]);
+            }
+        }
+        for [sandboxes, domains] in &open_columns {
+            open.sandbox_ids.extend(sandboxes);
+            open.routing_domains.extend(domains);
+        }
+        if let Some([sandboxes, domains, is_open]) = &whole_columns {
+            for i in 0..sandboxes.len() {
+                let rows = if is_open[i] == Some("true") { &mut open } else { &mut released };
+                rows.sandbox_ids.push(sandboxes[i]);
+                rows.routing_domains.push(domains[i]);
+            }
+        }
+        let inspected = to_inspect(&open);
+
+        // Released leases of the inspected sandboxes, probed (a long history).
+        let released_read = (!leases_whole && !inspected.is_empty()).then(|| {
             // One plain index probe per sandbox, not a bitmap each (settings.sql).
-            let released = planned(client, PLAIN_PROBES, |client| {
-                Columns::read(client, &ledger.sql(RELEASED_LEASE_IDENTITIES), &[matched.to_vec().into()])
-            });
-            lease_reads.push(released);
-        }
+            planned(client, PLAIN_PROBES, |client| {
+                Columns::<2>::read(client, &ledger.sql(RELEASED_LEASE_IDENTITIES), &[inspected.clone().into()])
+            })
+        });
 
         // Deleted cleanups: as the first pass read them (recovery only adds
-        // pending ones), or read now; probed: those of sandboxes not yet probed.
+        // pending ones), or read now; probed: those of inspected sandboxes not
+        // yet probed.
+        let mut deleted_reads: Vec<Columns<3>> = Vec::new();
         match deleted_reach {
-            DeletedReach::Few => self.deleted.push(Columns::read(client, &ledger.sql(DELETED), &[])),
+            DeletedReach::Few => deleted_reads.push(Columns::read(client, &ledger.sql(DELETED), &[])),
             DeletedReach::Whole if self.deleted.is_empty() => {
-                self.deleted.push(Columns::read(client, &ledger.sql(DELETED), &[]))
+                deleted_reads.push(Columns::read(client, &ledger.sql(DELETED), &[]))
             }
             DeletedReach::Whole => {}
             DeletedReach::Probed => {
                 let missing: Vec<&str> = {
                     let mut covered: FastSet<&str> = self.probed.iter().map(String::as_str).collect();
-                    if let Some(open) = &self.open {
-                        let [_, sandboxes, ..] = open.columns();
+                    if let Some(first) = &self.open {
+                        let [_, sandboxes, ..] = first.columns();
                         covered.extend(sandboxes.iter().map(|s| s.unwrap_or_default()));
                     }
-                    matched.iter().copied().filter(|id| !covered.contains(id)).collect()
+                    inspected.iter().copied().filter(|id| !covered.contains(id)).collect()
                 };
                 if !missing.is_empty() {
-                    let read = Columns::<3>::read(client, &ledger.sql(DELETED_PROBED), &[missing.clone().into()]);
+                    deleted_reads.push(Columns::read(client, &ledger.sql(DELETED_PROBED), &[missing.clone().into()]));
                     self.probed.extend(missing.iter().map(|id| id.to_string()));
-                    self.deleted.push(read);
                 }
             }
         }
 
-        let mut leases = pairing::Identities::default();
-        let open_columns = if reuse_open { self.open.as_ref().map(Columns::columns) } else { None };
-        if let Some([ids, sandboxes, domains, _]) = &open_columns {
-            let bound: FastSet<&str> = self.bound.iter().map(String::as_str).collect();
-            for i in (0..ids.len()).filter(|&i| !bound.contains(ids[i].unwrap_or_default())) {
-                leases.sandbox_ids.push(sandboxes[i]);
-                leases.routing_domains.push(domains[i]);
-            }
-        }
-        let lease_columns: Vec<[Vec<Option<&str>>; 2]> = lease_reads.iter().map(Columns::columns).collect();
-        for [sandboxes, domains] in &lease_columns {
-            leases.sandbox_ids.extend(sandboxes);
-            leases.routing_domains.extend(domains);
+        let released_columns = released_read.as_ref().map(Columns::columns);
+        if let Some([sandboxes, domains]) = &released_columns {
+            released.sandbox_ids.extend(sandboxes);
+            released.routing_domains.extend(domains);
         }
         let mut deleted = pairing::Identities::default();
-        let deleted_columns: Vec<[Vec<Option<&str>>; 3]> = self.deleted.iter().map(Columns::columns).collect();
+        let deleted_columns: Vec<[Vec<Option<&str>>; 3]> =
+            self.deleted.iter().chain(&deleted_reads).map(Columns::columns).collect();
         for [sandboxes, domains, _] in &deleted_columns {
             deleted.sandbox_ids.extend(sandboxes);
             deleted.routing_domains.extend(domains);
         }
-        inspect(&leases, &deleted);
+        inspect(&open, &released, &deleted);
     }
 }
