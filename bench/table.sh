@@ -19,7 +19,7 @@ for ledger in stats nostats steady; do
   for n in 1k 10k 100k; do EXPECTED+=("reconcile.$ledger.$n.dry" "reconcile.$ledger.$n.apply"); done
   EXPECTED+=("reconcile.$ledger.growth.dry" "reconcile.$ledger.growth.apply")
 done
-EXPECTED+=(reconcile.history.apply reconcile.history.dry)
+EXPECTED+=(reconcile.history.apply reconcile.history.dry reconcile.history.50x.apply reconcile.history.50x.dry)
 for shape in clean messy; do
   EXPECTED+=("backfill.$shape.b1000" "backfill.$shape.b1000.pages" "backfill.$shape.b*")
 done

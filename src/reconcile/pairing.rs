@@ -215,13 +215,68 @@ fn matched_entries<'a, 'r>(
     (index, matched)
 }
 
-/// The matched sandbox ids whose history the inspection needs (an identity
-/// without an open lease), distinct, in byte order.
+/// The inspection in two steps: from the open leases, which sandboxes need
+/// their history read (`inspected`); then, with it, the counts and what to
+/// seed (`finish`). The matched sandboxes are indexed once.
+pub struct Inspector<'p, 'a, 'r> {
+    pairing: &'p Pairing,
+    operations: &'p Operations<'a>,
+    index: FastMap<&'a str, usize>,
+    matched: Vec<Matched<'r>>,
+}
+
+impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
+    pub fn new(pairing: &'p Pairing, operations: &'p Operations<'a>, open: &Identities<'r>) -> Self {
+        let (index, matched) = matched_entries(pairing, operations, open);
+        Inspector { pairing, operations, index, matched }
+    }
+
+    /// The matched sandbox ids whose history the inspection needs (an
+    /// identity without an open lease), distinct, in byte order.
+    pub fn inspected(&self) -> Vec<&'a str> {
+        let mut ids: Vec<&str> =
+            self.index.iter().filter(|(_, &e)| self.matched[e].inspected).map(|(&id, _)| id).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The inspection from the open leases given to `new`, the released ones and the
+    /// durably deleted cleanups (of at least the inspected sandboxes; rows of
+    /// others are not counted).
+    pub fn finish(mut self, released: &Identities<'r>, terminal: &Identities<'r>) -> Inspection {
+        // The open leases of an inspected sandbox count among its leases (they were recorded per sandbox
+        // already: no second pass over the rows).
+        let mut lease_identities = 0;
+        for entry in self.matched.iter_mut().filter(|e| e.inspected) {
+            for domain in entry.open.first.iter().chain(&entry.open.more) {
+                lease_identities += entry.leases.add(*domain) as i64;
+            }
+        }
+        let (index, matched) = (&self.index, &mut self.matched);
+        lease_identities += record(released, index, matched, false);
+        let terminal_identities = record(terminal, index, matched, true);
+        let mut to_seed = 0;
+        let mut seed_operations = Vec::new();
+        let mut seen = FastSet::default();
+        for &(_, operation) in &self.pairing.pairs {
+            let sandbox_id = self.operations.sandbox_ids[operation].unwrap_or("");
+            let domain = self.operations.routing_domains[operation].unwrap_or("");
+            let entry = &self.matched[self.index[sandbox_id]];
+            if entry.open.covers(domain) || entry.leases.covers(domain) || entry.terminal.covers(domain) {
+                continue;
+            }
+            to_seed += 1;
+            if seen.insert(operation) {
+                seed_operations.push(operation);
+            }
+        }
+        Inspection { lease_identities, terminal_identities, to_seed, seed_operations }
+    }
+}
+
+/// [`Inspector::inspected`] in one call.
 pub fn to_inspect<'a>(pairing: &Pairing, operations: &Operations<'a>, open: &Identities<'_>) -> Vec<&'a str> {
-    let (index, matched) = matched_entries(pairing, operations, open);
-    let mut ids: Vec<&str> = index.iter().filter(|(_, &e)| matched[e].inspected).map(|(&id, _)| id).collect();
-    ids.sort_unstable();
-    ids
+    Inspector::new(pairing, operations, open).inspected()
 }
 
 /// Record `rows` on the inspected sandboxes they name; returns how many
@@ -246,9 +301,7 @@ fn record<'r>(
     distinct
 }
 
-/// The inspection from the open leases (of every matched sandbox), the
-/// released ones and the durably deleted cleanups (of at least the sandboxes
-/// `to_inspect` named; rows of others are not counted).
+/// [`Inspector`] in one call.
 pub fn inspect<'r>(
     pairing: &Pairing,
     operations: &Operations<'_>,
@@ -256,26 +309,7 @@ pub fn inspect<'r>(
     released: &Identities<'r>,
     terminal: &Identities<'r>,
 ) -> Inspection {
-    let (index, mut matched) = matched_entries(pairing, operations, open);
-    let lease_identities =
-        record(open, &index, &mut matched, false) + record(released, &index, &mut matched, false);
-    let terminal_identities = record(terminal, &index, &mut matched, true);
-    let mut to_seed = 0;
-    let mut seed_operations = Vec::new();
-    let mut seen = FastSet::default();
-    for &(_, operation) in &pairing.pairs {
-        let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
-        let domain = operations.routing_domains[operation].unwrap_or("");
-        let entry = &matched[index[sandbox_id]];
-        if entry.open.covers(domain) || entry.leases.covers(domain) || entry.terminal.covers(domain) {
-            continue;
-        }
-        to_seed += 1;
-        if seen.insert(operation) {
-            seed_operations.push(operation);
-        }
-    }
-    Inspection { lease_identities, terminal_identities, to_seed, seed_operations }
+    Inspector::new(pairing, operations, open).finish(released, terminal)
 }
 
 /// A Daytona capacity lease bound to a sandbox (lease id, sandbox, routing domain, run).

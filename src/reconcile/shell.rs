@@ -325,14 +325,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     if summary.matched_live_sandboxes > 0 {
         let started = Instant::now();
         // History is read only for the matched sandboxes whose decision depends on it.
-        let mut inspection = None;
-        capacity.inspect(
-            client,
-            &ledger,
-            |open| pairing::to_inspect(&pairs, &operations, open),
-            |open, released, deleted| inspection = Some(pairing::inspect(&pairs, &operations, open, released, deleted)),
-        );
-        let inspection = inspection.expect("inspected");
+        let inspection = capacity.inspect(client, &ledger, &pairs, &operations);
         // The application inspects leases and terminal cleanups in two
         // statements; both counts are reported, the time goes to the first.
         summary.measured(Phase::InspectCapacityBindings, elapsed_ms(started), inspection.lease_identities);
@@ -809,20 +802,20 @@ impl<'t> Capacity<'t> {
     /// deleted cleanups are read (probed, on a long history), and `inspect` is
     /// handed the open leases, the released ones and the deleted cleanups as
     /// (sandbox, routing domain) identities.
-    pub fn inspect<'o>(
+    pub fn inspect(
         &mut self,
         client: &mut SpiClient,
         ledger: &Ledger,
-        to_inspect: impl FnOnce(&pairing::Identities) -> Vec<&'o str>,
-        inspect: impl FnOnce(&pairing::Identities, &pairing::Identities, &pairing::Identities),
-    ) {
+        pairs: &pairing::Pairing,
+        operations: &pairing::Operations,
+    ) -> pairing::Inspection {
         let (leases_whole, deleted_reach) = self.reach(client, ledger);
 
         // Open leases: the whole table's rows, flagged (a small table); or the
         // open ones as the first pass read them, with the ones recovery bound
         // re-read; or read now (a dry run).
         let reuse_open = !leases_whole && self.open.is_some();
-        let whole = leases_whole.then(|| Columns::<3>::read(client, &ledger.sql(LEASE_IDENTITIES), &[]));
+        let whole = leases_whole.then(|| Columns::<4>::read(client, &ledger.sql(LEASE_IDENTITIES), &[]));
         let mut open_reads: Vec<Columns<2>> = Vec::new();
         if reuse_open && !self.bound.is_empty() {
             open_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
@@ -847,14 +840,14 @@ impl<'t> Capacity<'t> {
             open.sandbox_ids.extend(sandboxes);
             open.routing_domains.extend(domains);
         }
-        if let Some([sandboxes, domains, is_open]) = &whole_columns {
-            for i in 0..sandboxes.len() {
-                let rows = if is_open[i] == Some("true") { &mut open } else { &mut released };
-                rows.sandbox_ids.push(sandboxes[i]);
-                rows.routing_domains.push(domains[i]);
-            }
+        if let Some([open_sandboxes, open_domains, released_sandboxes, released_domains]) = &whole_columns {
+            open.sandbox_ids.extend(open_sandboxes);
+            open.routing_domains.extend(open_domains);
+            released.sandbox_ids.extend(released_sandboxes);
+            released.routing_domains.extend(released_domains);
         }
-        let inspected = to_inspect(&open);
+        let inspector = pairing::Inspector::new(pairs, operations, &open);
+        let inspected = inspector.inspected();
 
         // Released leases of the inspected sandboxes, probed (a long history).
         let released_read = (!leases_whole && !inspected.is_empty()).then(|| {
@@ -902,6 +895,6 @@ impl<'t> Capacity<'t> {
             deleted.sandbox_ids.extend(sandboxes);
             deleted.routing_domains.extend(domains);
         }
-        inspect(&open, &released, &deleted);
+        inspector.finish(&released, &deleted)
     }
 }
