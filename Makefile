@@ -1,15 +1,28 @@
 # runtime_sandbox — every target installs what it needs first (scripts/setup.sh is idempotent).
 PG_MAJOR    ?= 15
-PG_CONFIG   ?= /usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config
+# 15 is the system's (Debian 12); 17 and 18 are prepared by scripts/pg_server.sh (Debian 13's and 14's packages,
+# unpacked under $(PG_ROOT)), each with its own cargo pgrx state and scratch clusters.
+PG_ROOT     ?= /var/tmp/runtime_sandbox-pg
+ifeq ($(PG_MAJOR),15)
+PG_CONFIG   ?= /usr/lib/postgresql/15/bin/pg_config
+MAJOR_TAG   :=
+else
+PG_CONFIG   ?= $(PG_ROOT)/$(PG_MAJOR)/root/usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config
+MAJOR_TAG   := -$(PG_MAJOR)
+export PGRX_HOME ?= $(HOME)/.pgrx$(MAJOR_TAG)
+endif
+export PG_MAJOR RUNTIME_SANDBOX_PG_ROOT := $(PG_ROOT)
+# `make test` also runs the whole suite on these majors (`make test PG_MAJOR=17` runs it on 17 only).
+ALSO_MAJORS ?= $(if $(filter 15,$(PG_MAJOR)),17,)
 # The major of the server PG_CONFIG belongs to: the build's pgNN feature.
 SERVER_MAJOR = $(shell $(PG_CONFIG) --version 2>/dev/null | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 FEATURES     = --no-default-features --features pg$(SERVER_MAJOR)
 # Clusters live under /tmp: the postgres user must be able to enter them.
-TEST_PGDATA ?= /tmp/runtime_sandbox-pgrx/data
-DEMO_DIR    ?= /tmp/runtime_sandbox-demo
-DEMO_PORT   ?= 28815
-IT_DIR      ?= /tmp/runtime_sandbox-it
-IT_PORT     ?= 28816
+TEST_PGDATA ?= /tmp/runtime_sandbox-pgrx$(MAJOR_TAG)/data
+DEMO_DIR    ?= /tmp/runtime_sandbox-demo$(MAJOR_TAG)
+DEMO_PORT   ?= $(if $(MAJOR_TAG),29$(PG_MAJOR)5,28815)
+IT_DIR      ?= /tmp/runtime_sandbox-it$(MAJOR_TAG)
+IT_PORT     ?= $(if $(MAJOR_TAG),29$(PG_MAJOR)6,28816)
 # The integration tests (tests/*.rs) and scripts/cluster.sh read these.
 export PG_CONFIG
 export RUNTIME_SANDBOX_IT_DIR  := $(IT_DIR)
@@ -22,7 +35,7 @@ PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
 # Where `make bench` keeps each benchmark's output and the table.
 BENCH_OUT   ?= target/bench
 
-.PHONY: setup setup-build build install install-dev test test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill clean
+.PHONY: setup setup-build build install install-dev test test-one test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill clean
 
 setup:
 	@scripts/setup.sh
@@ -32,7 +45,7 @@ setup-build:
 	@scripts/setup.sh build
 
 build: setup
-	cargo build --features pg$(PG_MAJOR)
+	cargo build $(FEATURES)
 
 ## Install into the server whose pg_config is $(PG_CONFIG) (an existing server: `make install PG_CONFIG=...`).
 ## Needs a Rust toolchain, libclang and that server's pg_config (and write access to its directories); it
@@ -41,16 +54,27 @@ install: setup-build
 	cargo pgrx install --release --pg-config $(PG_CONFIG) $(FEATURES)
 
 install-dev: setup
-	cargo pgrx install --pg-config $(PG_CONFIG)
+	cargo pgrx install --pg-config $(PG_CONFIG) $(FEATURES)
 
 ## All tests: the pure core, then `cargo pgrx test`, which runs the SQL-layer tests inside PostgreSQL and
 ## then the real-connection integration tests in tests/ (against the scratch cluster in $(IT_DIR)), then the
 ## pg_regress golden tests (the tour and the docs' examples) against the extension test-pg installed, and
 ## pgspot over the SQL scripts.
-test: setup test-core test-pg test-regress test-pgspot
+## On PG_MAJOR, then on each of ALSO_MAJORS; each part says how long it took.
+test:
+	@scripts/timed.sh "PostgreSQL $(PG_MAJOR): the whole suite" $(MAKE) --no-print-directory test-one
+	@for m in $(filter-out $(PG_MAJOR),$(ALSO_MAJORS)); do \
+	  scripts/timed.sh "PostgreSQL $$m: the whole suite" $(MAKE) --no-print-directory test-one PG_MAJOR=$$m ALSO_MAJORS= || exit 1; \
+	done
+
+test-one: setup
+	@scripts/timed.sh "PostgreSQL $(PG_MAJOR): pure core" $(MAKE) --no-print-directory test-core
+	@scripts/timed.sh "PostgreSQL $(PG_MAJOR): #[pg_test]s and integration tests" $(MAKE) --no-print-directory test-pg
+	@scripts/timed.sh "PostgreSQL $(PG_MAJOR): pg_regress goldens" $(MAKE) --no-print-directory test-regress
+	@scripts/timed.sh "PostgreSQL $(PG_MAJOR): pgspot" $(MAKE) --no-print-directory test-pgspot
 
 test-core:
-	cargo test --lib --features pg$(PG_MAJOR)
+	cargo test --lib --no-default-features --features pg$(PG_MAJOR)
 
 test-pg:
 	@scripts/cluster.sh stop $(IT_DIR)
@@ -70,7 +94,7 @@ test-pgspot: setup
 ## Only the integration tests, against a dev build.
 test-integration: install-dev
 	@scripts/cluster.sh stop $(IT_DIR)
-	cargo test --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
+	cargo test --no-default-features --features pg$(PG_MAJOR) --test '*' -- --test-threads=1
 
 demo: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)

@@ -9,7 +9,7 @@ PGSPOT=${PGSPOT:-${RUNTIME_SANDBOX_TOOLS:-$HOME/.cache/runtime_sandbox}/pgspot/b
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 schema=$root/target/schema/runtime_sandbox.sql
 mkdir -p "$(dirname "$schema")"
-(cd "$root" && cargo pgrx schema pg15 --pg-config "$PG_CONFIG" --out "$schema" >/dev/null)
+(cd "$root" && cargo pgrx schema "pg${PG_MAJOR:-15}" --pg-config "$PG_CONFIG" --out "$schema" >/dev/null)
 
 scripts=("$schema")
 for f in "$root"/sql/runtime_sandbox--*--*.sql; do scripts+=("$f"); done

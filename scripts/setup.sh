@@ -8,6 +8,7 @@ set -euo pipefail
 
 PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config}"
+here=$(cd "$(dirname "$0")" && pwd)
 PGRX_VERSION=0.18.1
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -42,7 +43,9 @@ if [ "${1:-}" = build ]; then
   exit 0
 fi
 
-packages=(postgresql-${PG_MAJOR} postgresql-server-dev-${PG_MAJOR} postgresql-${PG_MAJOR}-cron libclang-dev sudo python3)
+# Debian 12's PostgreSQL 15 always (its psql and pg_regress serve every major's tests); patchelf for the other
+# majors' servers (scripts/pg_server.sh).
+packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-cron libclang-dev sudo python3 patchelf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -62,6 +65,10 @@ if [ ${#monitoring[@]} -gt 0 ]; then
   echo "setup: installing ${monitoring[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${monitoring[@]}" >/dev/null
+fi
+
+if [ "$PG_MAJOR" != 15 ] && ! [ -x "$PG_CONFIG" ]; then
+  "$here/pg_server.sh" "$PG_MAJOR" >/dev/null
 fi
 
 build_setup
