@@ -60,11 +60,13 @@ install-dev: setup
 ## then the real-connection integration tests in tests/ (against the scratch cluster in $(IT_DIR)), then the
 ## pg_regress golden tests (the tour and the docs' examples) against the extension test-pg installed, and
 ## pgspot over the SQL scripts.
-## On PG_MAJOR, then on each of ALSO_MAJORS; each part says how long it took.
+## On PG_MAJOR, then on each of ALSO_MAJORS; each part says how long it took. (This make exports PG_CONFIG:
+## the other majors' runs must not inherit it, or their clusters would start with this major's binaries.)
 test:
 	@scripts/timed.sh "PostgreSQL $(PG_MAJOR): the whole suite" $(MAKE) --no-print-directory test-one
 	@for m in $(filter-out $(PG_MAJOR),$(ALSO_MAJORS)); do \
-	  scripts/timed.sh "PostgreSQL $$m: the whole suite" $(MAKE) --no-print-directory test-one PG_MAJOR=$$m ALSO_MAJORS= || exit 1; \
+	  env -u PG_CONFIG -u PGRX_HOME scripts/timed.sh "PostgreSQL $$m: the whole suite" \
+	    $(MAKE) --no-print-directory test-one PG_MAJOR=$$m ALSO_MAJORS= || exit 1; \
 	done
 
 test-one: setup

@@ -31,6 +31,13 @@ work_mem = '64MB'
 maintenance_work_mem = '512MB'
 CONF
     fi
+    # A cluster of another major here (PG_CONFIG of the wrong server): say so rather than pg_ctl's "see the log".
+    want=$("$BIN/postgres" --version | sed -E 's/.* ([0-9]+)[.].*/\1/')
+    have=$(cat "$dir/data/PG_VERSION")
+    if [ "$have" != "$want" ]; then
+      echo "cluster.sh: $dir/data is a PostgreSQL $have cluster, the binaries in $BIN are $want (PG_CONFIG=${PG_CONFIG:-unset})" >&2
+      exit 1
+    fi
     if ! as_pg "$BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
       as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
     fi

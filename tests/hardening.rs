@@ -20,7 +20,7 @@ fn repo() -> PathBuf {
 
 /// A ledger and an application schema with a little of everything the jobs touch.
 const SEED: &str = r#"
-DO $$ BEGIN CREATE ROLE runtime_sandbox_ledger NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+DO $$ BEGIN CREATE ROLE runtime_sandbox_ledger NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
 CREATE SCHEMA runtime_scheduler AUTHORIZATION runtime_sandbox_ledger;
 SELECT runtime_sandbox.install_ledger();
 SELECT runtime_sandbox.install_environment_tables();

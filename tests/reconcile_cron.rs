@@ -57,7 +57,7 @@ fn setup(db: &mut Client) {
          -- An earlier run's build may have left an older catalog here.
          DROP EXTENSION IF EXISTS runtime_sandbox CASCADE;
          CREATE EXTENSION runtime_sandbox;
-         DO $$ BEGIN CREATE ROLE {OWNER}; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+         DO $$ BEGIN CREATE ROLE {OWNER}; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
          CREATE SCHEMA {LEDGER} AUTHORIZATION {OWNER};
          SELECT runtime_sandbox.install_ledger('{LEDGER}');
          SELECT runtime_sandbox.install_ledger('{BACKFILL_LEDGER}');"
