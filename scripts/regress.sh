@@ -20,7 +20,8 @@ PG_REGRESS=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
 inputdir=$root/tests/pg_regress
 outroot=$root/target/pg_regress
 
-"$root/scripts/cluster.sh" start "$dir" "$port"
+# RUNTIME_SANDBOX_REGRESS_SERVER=running: a server already listens on 127.0.0.1:PORT (scripts/test_package.sh).
+[ "${RUNTIME_SANDBOX_REGRESS_SERVER:-}" = running ] || "$root/scripts/cluster.sh" start "$dir" "$port"
 psql() { "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
 
 want=$(grep -E "^version *=" "$root/Cargo.toml" | head -1 | sed -E 's/.*"(.*)".*/\1/')
@@ -45,8 +46,15 @@ printf '#!/bin/bash\nexec $* -v VERBOSITY=terse\n' > "$launcher"
 chmod 700 "$launcher"
 export PGOPTIONS="-c client_min_messages=warning"
 
-# The frozen 0.1.0 script, for the updated database (make install ships only the update scripts).
-cp "$root/sql/runtime_sandbox--0.1.0.sql" "$("$PG_CONFIG" --sharedir)/extension/runtime_sandbox--0.1.0.sql"
+# The frozen 0.1.0 script, for the updated database (make install and the package ship only the update
+# scripts); taken out again at the end when this run put it there. RUNTIME_SANDBOX_REGRESS_EXTDIR: the server's
+# extension folder when it is not PG_CONFIG's.
+extdir=${RUNTIME_SANDBOX_REGRESS_EXTDIR:-$("$PG_CONFIG" --sharedir)/extension}
+frozen=$extdir/runtime_sandbox--0.1.0.sql
+if [ ! -f "$frozen" ]; then
+  cp "$root/sql/runtime_sandbox--0.1.0.sql" "$frozen"
+  trap 'rm -f "$launcher" "$frozen"' EXIT
+fi
 
 failed=()
 variants=(plain empty_search_path hostile updated)

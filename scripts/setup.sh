@@ -44,8 +44,8 @@ if [ "${1:-}" = build ]; then
 fi
 
 # Debian 12's PostgreSQL 15 always (its psql and pg_regress serve every major's tests); patchelf for the other
-# majors' servers (scripts/pg_server.sh).
-packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-cron libclang-dev sudo python3 patchelf)
+# majors' servers (scripts/pg_server.sh); debootstrap for the package test's Debian 13 root (test_package.sh).
+packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-cron libclang-dev sudo python3 patchelf debootstrap)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
