@@ -38,10 +38,13 @@ pub enum Kind {
     InvalidTransactionTermination,
     /// 25006: a call that writes, on a standby.
     ReadOnly,
+    /// 0A000: what the call would do is not supported on this ledger (an applying reconcile on a ledger
+    /// Citus distributes).
+    NotSupported,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::InvalidArgument,
         Kind::NotInstalled,
         Kind::ConcurrentChange,
@@ -55,6 +58,7 @@ impl Kind {
         Kind::NotOwner,
         Kind::InvalidTransactionTermination,
         Kind::ReadOnly,
+        Kind::NotSupported,
     ];
 
     /// The SQLSTATE as clients see it.
@@ -73,6 +77,7 @@ impl Kind {
             Kind::NotOwner => "42501",
             Kind::InvalidTransactionTermination => "2D000",
             Kind::ReadOnly => "25006",
+            Kind::NotSupported => "0A000",
         }
     }
 }

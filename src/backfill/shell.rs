@@ -518,6 +518,14 @@ fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, 
         timestamps(items.iter().map(|item| item.attempt.key.updated_at)),
     ];
     let all = winners.len() as i64;
+    // On Citus the plain INSERT runs as a COPY, whose unique violation comes back as XX000, and an INSERT ...
+    // SELECT ... ON CONFLICT DO NOTHING reports the rows it sent, not those inserted: there the rows are
+    // counted from RETURNING.
+    if crate::ledger::in_citus(ledger) {
+        let inserted = run_insert(client, ledger, Insert::SkipExisting, &args, &keys, true);
+        let keys = inserted.keys.expect("asked for");
+        return Inserted { count: keys.len() as i64, keys: with_keys.then_some(keys) };
+    }
     if INSERT_MODE.with(Cell::get).optimistic() {
         if let Some(inserted) = insert_without_conflicts(client, ledger, &args, &keys, with_keys) {
             return inserted;

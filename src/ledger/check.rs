@@ -23,6 +23,19 @@ pub struct Facts {
     pub owner_oid: u32,
     pub relations: Vec<Relation>,
     pub types: Vec<TypeFacts>,
+    /// Citus's metadata of the schema, when Citus is installed in the database (read apart: its catalogs
+    /// exist only then).
+    #[serde(skip)]
+    pub citus: Option<CitusFacts>,
+}
+
+/// What Citus knows of a ledger schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CitusFacts {
+    /// The schema is a distributed schema (schema-based sharding: pg_dist_schema).
+    pub schema_distributed: bool,
+    /// The schema's tables in Citus's metadata (pg_dist_partition), by name.
+    pub tables: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -214,6 +227,10 @@ pub fn check(schema: &str, quoted: &str, facts: Option<&Facts>) -> Vec<Problem> 
 
     for table in TABLES {
         check_table(schema, quoted, facts, table, state_oid, &install, &mut out);
+    }
+
+    if let Some(citus) = &facts.citus {
+        check_citus(schema, facts, citus, &mut out);
     }
 
     for view in VIEWS {
@@ -466,6 +483,42 @@ fn check_table(
     }
 }
 
+/// On Citus, a ledger is either all local or all distributed (a distributed schema): statements join its
+/// tables, and Citus cannot join a local table with a distributed one. A ledger table outside Citus's
+/// metadata in a distributed schema (made by a CREATE TABLE Citus did not convert), or a schema whose
+/// tables are only partly distributed, is an error on every function.
+fn check_citus(schema: &str, facts: &Facts, citus: &CitusFacts, out: &mut Vec<Problem>) {
+    let ledger: Vec<&str> = TABLES
+        .iter()
+        .map(|t| t.name)
+        .filter(|name| facts.relations.iter().any(|r| r.name == *name && (r.kind == "r" || r.kind == "p")))
+        .collect();
+    let (distributed, local): (Vec<&str>, Vec<&str>) = ledger.iter().partition(|t| citus.tables.iter().any(|d| d == *t));
+    if local.is_empty() || (!citus.schema_distributed && distributed.is_empty()) {
+        return;
+    }
+    let literal = quote_literal(&quoted_name(schema));
+    out.push(Problem {
+        table: None,
+        object: quoted_name(schema),
+        problem: if citus.schema_distributed {
+            format!("a distributed schema (Citus) whose tables {} are not distributed", local.join(", "))
+        } else {
+            format!("partly distributed (Citus): {} distributed, {} not", distributed.join(", "), local.join(", "))
+        },
+        fix: Some(if citus.schema_distributed {
+            format!(
+                "SELECT citus_schema_undistribute({literal}); SELECT runtime_sandbox.install_ledger({}); \
+                 SELECT citus_schema_distribute({literal});",
+                quote_literal(schema)
+            )
+        } else {
+            format!("SELECT undistribute_table(...) for each of {}; SELECT citus_schema_distribute({literal});", distributed.join(", "))
+        }),
+        severity: Severity::Error,
+    });
+}
+
 /// A name as quote_ident prints it: bare when it is a plain lower-case identifier.
 fn quoted_name(name: &str) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
@@ -584,7 +637,29 @@ pub(crate) mod tests {
                 owner: "app".into(),
                 labels: OPERATION_STATES.iter().map(|s| s.to_string()).collect(),
             }],
+            citus: None,
         }
+    }
+
+    #[test]
+    fn a_ledger_only_partly_in_citus_is_an_error() {
+        let all: Vec<String> = TABLES.iter().map(|t| t.name.to_string()).collect();
+        let mut facts = canonical();
+        // Local on a Citus coordinator, or wholly distributed: nothing to say.
+        facts.citus = Some(CitusFacts { schema_distributed: false, tables: vec![] });
+        assert!(rows(&facts).is_empty());
+        facts.citus = Some(CitusFacts { schema_distributed: true, tables: all.clone() });
+        assert!(rows(&facts).is_empty());
+        // A distributed schema whose tables Citus did not convert.
+        facts.citus = Some(CitusFacts { schema_distributed: true, tables: all[1..].to_vec() });
+        let problems = check("l", "\"l\"", Some(&facts));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].problem, format!("a distributed schema (Citus) whose tables {} are not distributed", all[0]));
+        assert!(problems[0].fix.as_deref().unwrap().starts_with("SELECT citus_schema_undistribute('l');"));
+        assert!(problems[0].blocks(requirements::uses::BACKFILL));
+        // Some tables distributed one by one in a schema that is not.
+        facts.citus = Some(CitusFacts { schema_distributed: false, tables: all[..2].to_vec() });
+        assert!(rows(&facts)[0].starts_with(&format!("error l: partly distributed (Citus): {}, {} distributed", all[0], all[1])));
     }
 
     fn rows(facts: &Facts) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! on a ledger goes through (`require`): the catalog check, the caller's
 //! right to act as the ledger's owner, and the switch to that owner.
 
-use super::check::{self, Facts, Problem, Severity};
+use super::check::{self, CitusFacts, Facts, Problem, Severity};
 use super::install;
 use crate::args::{schema_name, SchemaName};
 use crate::error::{Error, Kind};
@@ -16,6 +16,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const FACTS: &str = include_str!("../../sql/queries/ledger/facts.sql");
+const CITUS_FACTS: &str = include_str!("../../sql/queries/ledger/citus_facts.sql");
+const CITUS_INSTALLED: &str = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') \
+                               AND to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL";
 
 /// A ledger schema argument: NULL is an error (22023), as is a name that is
 /// not a plain identifier.
@@ -39,8 +42,30 @@ fn read_facts(schema: &SchemaName) -> Option<Facts> {
         table.first().get::<String>(1).unwrap_or_else(|e| error!("runtime_sandbox: reading the catalog of ledger {:?} failed: {e}", schema.name))
     }));
     text.map(|text| {
-        serde_json::from_str(&text)
-            .unwrap_or_else(|e| error!("runtime_sandbox: the catalog facts of ledger {:?} did not parse: {e}", schema.name))
+        let mut facts: Facts = serde_json::from_str(&text)
+            .unwrap_or_else(|e| error!("runtime_sandbox: the catalog facts of ledger {:?} did not parse: {e}", schema.name));
+        facts.citus = read_citus_facts(schema);
+        facts
+    })
+}
+
+/// Citus's metadata of `schema`, when Citus (12 or later: schema-based sharding) is installed here.
+fn read_citus_facts(schema: &SchemaName) -> Option<CitusFacts> {
+    Spi::connect(|client| {
+        let installed = crate::shell::spi::execute(client, CITUS_INSTALLED, None, &[])
+            .ok()
+            .and_then(|t| t.first().get::<bool>(1).ok().flatten())
+            .unwrap_or(false);
+        if !installed {
+            return None;
+        }
+        let table = crate::shell::spi::execute(client, CITUS_FACTS, None, &[schema.name.as_str().into()])
+            .unwrap_or_else(|e| error!("runtime_sandbox: reading Citus's metadata of ledger {:?} failed: {e}", schema.name));
+        let row = table.first();
+        Some(CitusFacts {
+            schema_distributed: row.get::<bool>(1).ok().flatten().unwrap_or(false),
+            tables: row.get::<Vec<String>>(2).ok().flatten().unwrap_or_default(),
+        })
     })
 }
 
@@ -104,6 +129,29 @@ fn checked(schema: &SchemaName) -> Rc<Checked> {
     let checked = Rc::new(Checked { facts, problems });
     CHECKED.with_borrow_mut(|c| c.insert(schema.name.clone(), Rc::clone(&checked)));
     checked
+}
+
+/// Whether any of the ledger's tables is in Citus's metadata (cached with the ledger's check).
+pub(crate) fn in_citus(ledger: &SchemaName) -> bool {
+    checked(ledger).facts.as_ref().and_then(|f| f.citus.as_ref()).is_some_and(|c| !c.tables.is_empty())
+}
+
+/// An applying reconcile on a ledger Citus distributes is refused before any work (0A000): Citus 13.2
+/// mis-plans the INSERT ... SELECTs inside its statements on single-shard tables (the worker receives an
+/// empty `IS NOT NULL` filter); the dry run, the snapshots and the backfill work there.
+pub(crate) fn refuse_citus_apply(ledger: &SchemaName, function: &'static str) {
+    if in_citus(ledger) {
+        Error::new(
+            Kind::NotSupported,
+            format!("{function} does not apply changes to ledger {:?}: its tables are distributed by Citus", ledger.name),
+        )
+        .detail("On Citus, the reconciliation's dry run, the inventory snapshots and the backfill work; applying does not yet.")
+        .hint(format!(
+            "Run it with dry_run => true, or apply on a ledger on the coordinator (SELECT citus_schema_undistribute('{}')).",
+            ledger.quoted.replace('\'', "''")
+        ))
+        .raise();
+    }
 }
 
 /// What the ledger is for a call that passed the gate.
@@ -263,14 +311,35 @@ fn run_install(schema: &SchemaName) {
         .collect();
     let mut steps = install::plan(&schema.quoted, facts.as_ref());
     steps.retain(|step| step.table.is_none_or(|t| !mistyped.contains(&t) || step.object.starts_with("column ")));
-    if !steps.is_empty() {
+    // On Citus, a ledger is wholly local or a distributed schema. Citus converts only the tables a top-level
+    // CREATE TABLE makes, not these: a distributed schema that gains tables or the view is undistributed
+    // first and distributed again after; a local one is distributed when schema-based sharding is on.
+    let citus = found.citus.clone();
+    let creates = steps.iter().any(|s| s.object.starts_with("table ") || s.object.starts_with("view "));
+    let redistribute = citus.as_ref().is_some_and(|c| c.schema_distributed && creates);
+    let distribute = redistribute
+        || citus.as_ref().is_some_and(|c| !c.schema_distributed && c.tables.is_empty() && schema_based_sharding());
+    let literal = format!("'{}'", schema.quoted.replace('\'', "''"));
+    if !steps.is_empty() || distribute {
         owner::as_owner(owner, || {
+            if redistribute {
+                citus_call(schema, &format!("SELECT pg_catalog.citus_schema_undistribute({literal}::regnamespace)"));
+            }
             for step in &steps {
                 Spi::run(&step.sql).unwrap_or_else(|e| {
                     error!("runtime_sandbox: install_ledger({}) could not create {}: {e}", schema.name, step.object)
                 });
             }
+            if distribute {
+                citus_call(schema, &format!("SELECT pg_catalog.citus_schema_distribute({literal}::regnamespace)"));
+            }
         });
+    } else if citus.as_ref().is_some_and(|c| !c.schema_distributed && c.tables.is_empty()) {
+        notice!(
+            "runtime_sandbox: ledger {} stays on the Citus coordinator; SELECT citus_schema_distribute({literal}) \
+             distributes it (or run install_ledger with citus.enable_schema_based_sharding on)",
+            schema.quoted
+        );
     }
     if install::adds_labels(&steps) {
         notice!(
@@ -301,6 +370,19 @@ fn run_install(schema: &SchemaName) {
         ))
         .raise();
     }
+}
+
+/// Whether Citus's schema-based sharding is on in this session (new schemas become distributed schemas).
+fn schema_based_sharding() -> bool {
+    Spi::get_one::<String>("SELECT pg_catalog.current_setting('citus.enable_schema_based_sharding', true)")
+        .ok()
+        .flatten()
+        .is_some_and(|v| v == "on")
+}
+
+/// A Citus function install_ledger calls on the ledger schema; its failure names the ledger and the call.
+fn citus_call(schema: &SchemaName, sql: &str) {
+    Spi::run(sql).unwrap_or_else(|e| error!("runtime_sandbox: install_ledger({}): {sql} failed: {e}", schema.name));
 }
 
 /// The DDL install_ledger would run on the ledger schema now, one statement

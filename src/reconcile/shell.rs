@@ -11,6 +11,7 @@ use super::reach::{self, DeletedReach};
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
 use crate::fast_hash::FastSet;
+use crate::shell::spi::clock;
 use crate::shell::types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema};
 use pgrx::datum::{Array, DatumWithOid, Interval, TimestampWithTimeZone};
@@ -140,6 +141,7 @@ fn reconcile(
     let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
     if !options.dry_run {
         crate::shell::standby::refuse_writes("reconcile_daytona");
+        crate::ledger::refuse_citus_apply(&options.ledger, "reconcile_daytona");
     }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = jit(client, "off");
@@ -348,7 +350,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     }
 
     if summary.live_leases_to_seed > 0 {
-        let (seeded, ms) = execute(client, &ledger.sql(SEED_CAPACITY), &[seed_keys.into()]);
+        let (seeded, ms) = execute(client, &ledger.sql(SEED_CAPACITY), &[seed_keys.into(), clock()]);
         summary.seeded_leases = count(&seeded.first(), 1);
         summary.measured(Phase::SeedCapacityBindings, ms, summary.seeded_leases);
     }
@@ -363,6 +365,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
                 absent.attempts.into(),
                 absent.environments.into(),
                 absent.routing_domains.into(),
+                clock(),
             ],
         );
         summary.marked_deleted = count(&table.first(), 1);
@@ -390,7 +393,7 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns
         let (table, _) = execute(
             client,
             &ledger.sql(RECOVER_RESERVED),
-            &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
+            &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into(), clock()],
         );
         return table.first().get::<Vec<String>>(2).read_value().unwrap_or_default();
     }
@@ -417,7 +420,7 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: Invento
     let (table, _) = execute(
         client,
         &ledger.sql(RECOVER_PROMOTE),
-        &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into()],
+        &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into(), clock()],
     );
     let mut promoted: Vec<Promoted> = table
         .map(|row| {
@@ -451,6 +454,7 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: Invento
             column(&all, |p| &p.environment).into(),
             column(&all, |p| &p.sandbox_id).into(),
             column(&all, |p| &p.routing_domain).into(),
+            clock(),
         ],
     );
     let recorded: FastSet<(String, i32)> =
@@ -737,7 +741,7 @@ impl<'t> Capacity<'t> {
     pub fn release_first(&mut self, client: &mut SpiClient, ledger: &Ledger) -> i64 {
         let deleted_reach = self.reach(client, ledger).1;
         if deleted_reach == DeletedReach::Few {
-            return run_count(client, &ledger.sql(RELEASE_FROM_CLEANUPS), &[]);
+            return run_count(client, &ledger.sql(RELEASE_FROM_CLEANUPS), &[clock()]);
         }
         let open = planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<4>::read(client, &ledger.sql(OPEN_LEASES), &[]));
         let deleted = if deleted_reach == DeletedReach::Whole {
@@ -765,7 +769,7 @@ impl<'t> Capacity<'t> {
         if terminal.is_empty() {
             return 0;
         }
-        run_count(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[terminal.into()])
+        run_count(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[terminal.into(), clock()])
     }
 
     /// Recovery bound these leases to their new sandboxes.
@@ -780,7 +784,7 @@ impl<'t> Capacity<'t> {
         if self.bound.is_empty() {
             return 0;
         }
-        run_count(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[self.bound.clone().into()])
+        run_count(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[self.bound.clone().into(), clock()])
     }
 
     fn deleted_rows(&self) -> Vec<Deleted<'_>> {

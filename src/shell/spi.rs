@@ -44,6 +44,12 @@ impl<T> ReadValue<T> for Result<Option<T>, pgrx::spi::SpiError> {
     }
 }
 
+/// The clock as `clock_timestamp()` reads it, for a statement that writes it: a parameter computed as the
+/// statement is run rather than a volatile call in it, which Citus refuses in UPDATEs on distributed tables.
+pub fn clock() -> pgrx::datum::DatumWithOid<'static> {
+    pgrx::datum::clock_timestamp().into()
+}
+
 /// Run one statement read-write (a fresh snapshot that sees the transaction's
 /// earlier writes), without asking for a transaction id first. pgrx's
 /// `update`, `run` and `get_one` assign one up front; a call that writes

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Once;
 
+pub mod calls;
+
 /// The scratch cluster's port (`RUNTIME_SANDBOX_IT_PORT`, default 28816).
 pub fn port() -> u16 {
     std::env::var("RUNTIME_SANDBOX_IT_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(28816)

@@ -1,13 +1,18 @@
 -- insert_operations.sql, returning the operation keys it inserted (the
 -- single-page functions report which resources inserted).
-INSERT INTO @ledger@.runtime_sandbox_operations (
-    operation_key, provider, run_id, attempt, org_id, environment,
-    sandbox_id, routing_domain, state, provider_created_at
+-- The insert is a CTE read by a SELECT: Citus counts the rows of an INSERT ... RETURNING it routes as the
+-- rows it sent (SPI then fails its tuple-count check); the SELECT counts what came back.
+WITH inserted AS (
+    INSERT INTO @ledger@.runtime_sandbox_operations (
+        operation_key, provider, run_id, attempt, org_id, environment,
+        sandbox_id, routing_domain, state, provider_created_at
+    )
+    SELECT winner.operation_key, winner.provider, winner.run_id, winner.attempt, winner.org_id, winner.environment,
+           winner.sandbox_id, winner.routing_domain, 'live'::@ledger@.runtime_sandbox_operation_state, winner.updated_at
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[], $8::text[],
+                $9::timestamptz[])
+         AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+    RETURNING operation_key::text AS operation_key
 )
-SELECT winner.operation_key, winner.provider, winner.run_id, winner.attempt, winner.org_id, winner.environment,
-       winner.sandbox_id, winner.routing_domain, 'live'::@ledger@.runtime_sandbox_operation_state, winner.updated_at
-FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[], $8::text[],
-            $9::timestamptz[])
-     AS winner(operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, updated_at)
-ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-RETURNING operation_key::text
+SELECT operation_key FROM inserted

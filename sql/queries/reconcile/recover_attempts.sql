@@ -5,6 +5,8 @@
 -- this path records the provider fact, it never re-opens execution. Several
 -- recovered operations of one attempt all get their fact, in operation-key
 -- order. Returns the attempts written.
+-- $7: the statement's clock (clock_timestamp() as it starts, from the shell): a parameter rather
+-- than a volatile call, so Citus can route the statement to the ledger's shard.
 WITH facts AS (
     SELECT promoted.run_id, promoted.attempt,
            jsonb_agg(jsonb_build_object(
@@ -12,7 +14,7 @@ WITH facts AS (
                'sandboxId', promoted.sandbox_id,
                'runtimeEnvironment', promoted.environment,
                'daytonaOrganizationId', promoted.routing_domain,
-               'billingStartedAt', extract(epoch FROM clock_timestamp()) * 1000,
+               'billingStartedAt', extract(epoch FROM $7::timestamptz) * 1000,
                'sandboxCapacityLeaseId', promoted.operation_key,
                'lateAcquired', true
            ) ORDER BY promoted.operation_key) AS resources
@@ -24,9 +26,9 @@ UPDATE @ledger@.attempts AS attempt
 SET resource_json = CASE
         WHEN attempt.resource_json IS NULL THEN facts.resources
         WHEN jsonb_typeof(attempt.resource_json::jsonb) = 'array' THEN attempt.resource_json::jsonb || facts.resources
-        ELSE jsonb_build_array(attempt.resource_json::jsonb) || facts.resources
+        ELSE ('[]'::jsonb || attempt.resource_json::jsonb) || facts.resources  -- [old]: jsonb_build_array is not IMMUTABLE (Citus)
     END,
-    updated_at = clock_timestamp()
+    updated_at = $7::timestamptz
 FROM facts
 WHERE attempt.run_id = facts.run_id
   AND attempt.attempt = facts.attempt

@@ -9,12 +9,14 @@
 -- its label and holding an open lease (lease id = operation key); those are
 -- promoted to deleting with the item's identity. Returns them, with the
 -- item's position in the inventory (the later steps keep that order).
+-- $4: the statement's clock (clock_timestamp() as it starts, from the shell): a parameter rather
+-- than a volatile call, so Citus can route the statement to the ledger's shard.
 UPDATE @ledger@.runtime_sandbox_operations AS operation
 SET sandbox_id = found.sandbox_id,
     routing_domain = found.routing_domain,
     state = 'deleting',
-    provider_created_at = clock_timestamp(),
-    updated_at = clock_timestamp()
+    provider_created_at = $4::timestamptz,
+    updated_at = $4::timestamptz
 FROM (
     SELECT item.sandbox_id, item.routing_domain, item.position, reserved.operation_key
     FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS item(sandbox_id, routing_domain, label, position)

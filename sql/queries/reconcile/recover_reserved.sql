@@ -7,6 +7,8 @@
 -- to deleting with the provider identity, append the late daytona_sandbox
 -- fact to its attempt's resource_json, bind the lease, insert the cleanup row.
 -- Returns how many were recovered and the leases bound.
+-- $4: the statement's clock (clock_timestamp() as it starts, from the shell): a parameter rather
+-- than a volatile call, so Citus can route the statement to the ledger's shard.
 WITH inventory AS (
     SELECT *
     FROM unnest($1::text[], $2::text[], $3::text[]) AS item(sandbox_id, routing_domain, operation_key)
@@ -15,8 +17,8 @@ WITH inventory AS (
     SET sandbox_id = inventory.sandbox_id,
         routing_domain = inventory.routing_domain,
         state = 'deleting',
-        provider_created_at = clock_timestamp(),
-        updated_at = clock_timestamp()
+        provider_created_at = $4::timestamptz,
+        updated_at = $4::timestamptz
     FROM inventory, @ledger@.runtime_sandbox_capacity_leases AS lease
     WHERE operation.provider_operation_token = inventory.operation_key
       AND operation.provider = 'daytona'
@@ -36,7 +38,7 @@ WITH inventory AS (
                'sandboxId', promoted.sandbox_id,
                'runtimeEnvironment', promoted.environment,
                'daytonaOrganizationId', promoted.routing_domain,
-               'billingStartedAt', extract(epoch FROM clock_timestamp()) * 1000,
+               'billingStartedAt', extract(epoch FROM $4::timestamptz) * 1000,
                'sandboxCapacityLeaseId', promoted.operation_key,
                'lateAcquired', true
            ) ORDER BY promoted.operation_key) AS resources
@@ -47,9 +49,9 @@ WITH inventory AS (
     SET resource_json = CASE
             WHEN attempt.resource_json IS NULL THEN facts.resources
             WHEN jsonb_typeof(attempt.resource_json::jsonb) = 'array' THEN attempt.resource_json::jsonb || facts.resources
-            ELSE jsonb_build_array(attempt.resource_json::jsonb) || facts.resources
+            ELSE ('[]'::jsonb || attempt.resource_json::jsonb) || facts.resources  -- [old]: jsonb_build_array is not IMMUTABLE (Citus)
         END,
-        updated_at = clock_timestamp()
+        updated_at = $4::timestamptz
     FROM facts
     WHERE attempt.run_id = facts.run_id
       AND attempt.attempt = facts.attempt

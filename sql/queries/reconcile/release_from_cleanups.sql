@@ -6,6 +6,8 @@
 -- The update finds them by key only (its `released_at IS NULL` in a CASE:
 -- release_terminal_capacity.sql says why; a never-analyzed 20k ledger ANDed
 -- 800 keys with a walk of all 20,200 open-lease index entries).
+-- $1: the statement's clock (clock_timestamp() as it starts, from the shell): a parameter rather
+-- than a volatile call, so Citus can route the statement to the ledger's shard.
 WITH terminal AS (
     SELECT lease.lease_id
     FROM @ledger@.sandbox_cleanup_jobs_v2 AS cleanup
@@ -24,7 +26,7 @@ WITH terminal AS (
       AND cleanup.deleted_at IS NOT NULL
 ), released AS (
     UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
-    SET released_at = clock_timestamp()
+    SET released_at = $1::timestamptz
     WHERE lease.lease_id = ANY (ARRAY(SELECT lease_id FROM terminal))
       AND CASE WHEN lease.released_at IS NULL THEN true END
     RETURNING lease.lease_id

@@ -23,6 +23,8 @@
 -- order of the locks cannot deadlock), and re-bound by key. The insert's
 -- rows are not in the statement's snapshot, so nothing is both inserted and
 -- re-bound.
+-- $2: the statement's clock (clock_timestamp() as it starts, from the shell): a parameter rather
+-- than a volatile call, so Citus can route the statement to the ledger's shard.
 WITH candidates AS (
     SELECT item.operation_key, item.org_id, item.run_id, item.sandbox_id, item.routing_domain
     FROM @ledger@.runtime_sandbox_operations AS item
@@ -41,7 +43,7 @@ WITH candidates AS (
         lease_id, org_id, run_id, provider, sandbox_id, routing_domain, expires_at, released_at
     )
     SELECT candidate.operation_key, candidate.org_id, candidate.run_id, 'daytona', candidate.sandbox_id,
-           candidate.routing_domain, clock_timestamp(), NULL
+           candidate.routing_domain, $2::timestamptz, NULL
     FROM candidates AS candidate
     WHERE (SELECT 1 FROM @ledger@.runtime_sandbox_capacity_leases AS existing
            WHERE existing.lease_id = candidate.operation_key) IS NULL
@@ -64,7 +66,7 @@ WITH candidates AS (
         provider = 'daytona',
         sandbox_id = held.sandbox_id,
         routing_domain = held.routing_domain,
-        expires_at = clock_timestamp()
+        expires_at = $2::timestamptz
     FROM held
     WHERE lease.lease_id = held.operation_key
       AND lease.lease_id = ANY (ARRAY(SELECT operation_key FROM held))
