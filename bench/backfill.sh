@@ -78,20 +78,26 @@ reset() {
     -c "DELETE FROM runtime_scheduler.control" -c "VACUUM ANALYZE runtime_scheduler.runtime_sandbox_operations" -c "CHECKPOINT"
 }
 
-# Runs the procedure; prints per-batch elapsed ms (from its NOTICEs) to $1, and the CPU seconds its backend
-# used (utime + stime from /proc: unlike the wall clock, hardly moved by other work on the machine) to $1.cpu.
+# Runs the backfill page by page, as run_sandbox_operation_backfill does (one page, then COMMIT), but each page
+# a statement of its own so that psql times it: per-page elapsed ms to $1 ("page scanned inserted ms"), and the
+# CPU seconds its backend used (utime + stime from /proc: unlike the wall clock, hardly moved by other work on the
+# machine) to $1.cpu0/$1.cpu1. $2: batch_size; $3: at most that many pages (default: until complete).
 call() {
-  local out=$1; shift
-  cat > "$out.sql" <<SQL
-SELECT pg_backend_pid() AS pid \\gset
-\\setenv BENCH_PID :pid
-\\! awk '{ print \$14 + \$15 }' /proc/\$BENCH_PID/stat > $out.cpu0
-CALL runtime_sandbox.run_sandbox_operation_backfill($*);
-\\! awk '{ print \$14 + \$15 }' /proc/\$BENCH_PID/stat > $out.cpu1
-SQL
+  local out=$1 size=$2 pages=${3:-$((resources / $2 + 3))}
+  {
+    echo "SELECT pg_backend_pid() AS pid \\gset"
+    echo "\\setenv BENCH_PID :pid"
+    echo "\\! awk '{ print \$14 + \$15 }' /proc/\$BENCH_PID/stat > $out.cpu0"
+    echo "\\timing on"
+    for ((i = 0; i < pages; i++)); do
+      echo "SELECT batches, scanned_attempts, inserted_operations FROM runtime_sandbox.advance_sandbox_operation_backfill(false, $size, 1);"
+    done
+    echo "\\timing off"
+    echo "\\! awk '{ print \$14 + \$15 }' /proc/\$BENCH_PID/stat > $out.cpu1"
+  } > "$out.sql"
   q -f "$out.sql" 2>&1 \
-    | sed -n 's/.*batch \([0-9]*\): scanned \([0-9]*\), inserted \([0-9]*\).*elapsed \([0-9:.]*\) (total.*/\1 \2 \3 \4/p' \
-    | awk '{ split($4, t, ":"); printf "%s %s %s %.3f\n", $1, $2, $3, (t[1] * 3600 + t[2] * 60 + t[3]) * 1000 }' > "$out"
+    | awk -F'|' '/^Time: / { if (batches == 1) printf "%d %s %s %.3f\n", ++n, scanned, inserted, $0 ~ /ms/ ? substr($1, 7) + 0 : 0; next }
+                 NF == 3 { batches = $1; scanned = $2; inserted = $3 }' > "$out"
 }
 
 report() {  # file label: prints the report line; "pages resources ms first_avg last_avg k" to file.fig
@@ -136,7 +142,7 @@ tmp=$(mktemp -d)
 for size in $sizes; do
   reset
   if [[ " $FULL " == *" $size "* ]]; then
-    echo "== $shape shape, batch_size $size: full backfill (CALL run_sandbox_operation_backfill($size))"
+    echo "== $shape shape, batch_size $size: full backfill (advance_sandbox_operation_backfill(false, $size, 1) until complete, each page committed)"
     start=$(date +%s.%N)
     call "$tmp/$size" "$size"
     wall=$(echo "$(date +%s.%N) - $start" | bc)
@@ -148,7 +154,7 @@ for size in $sizes; do
     bench_lines "$shape" "$size" "$tmp/$size.fig" "$tmp/$size.fig" "$resources" "$wall" "$cpu"
   else
     echo "== $shape shape, batch_size $size: $PAGES pages from the start, then $PAGES pages from 95 % in"
-    call "$tmp/$size-start" "$size, $PAGES"
+    call "$tmp/$size-start" "$size" "$PAGES"
     report "$tmp/$size-start" "from the start"
     # Hand the run over at the attempt 95 % in, in the application's checkpoint shape.
     q -c "INSERT INTO runtime_scheduler.control (key, value)
@@ -157,7 +163,7 @@ for size in $sizes; do
                    'updatedAt', updated_at::text, 'runId', run_id, 'attempt', attempt, 'resourceOrdinal', 1))
           FROM runtime_scheduler.attempts ORDER BY updated_at, run_id, attempt OFFSET $ATTEMPTS * 95 / 100 LIMIT 1
           ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value" >/dev/null
-    call "$tmp/$size-end" "$size, $PAGES"
+    call "$tmp/$size-end" "$size" "$PAGES"
     report "$tmp/$size-end" "from 95 % in"
     bench_lines "$shape" "$size" "$tmp/$size-start.fig" "$tmp/$size-end.fig"
   fi

@@ -32,6 +32,11 @@ function checked(value, target,    op, limit) {
   return (value + 0 >= limit) ? "met" : "missed"
 }
 function row(name,    result, figure) {
+  if ((name in value) && value[name] !~ /^-?[0-9]+([.][0-9]+)?(e[-+]?[0-9]+)?$/) {
+    printf "%-30s  %-32s  %-9s  %-7s  %s\n", name, value[name], "-", "not run", "not a number: the script measured nothing"
+    notrun++
+    return
+  }
   if (!(name in value)) {
     printf "%-30s  %-32s  %-9s  %-7s  %s\n", name, "-", "-", "not run", "no BENCH line"
     notrun++
