@@ -188,7 +188,8 @@ fn a_cluster_of_the_previous_major_upgrades_with_its_ledgers_grants_and_jobs() {
     let new_config =
         std::env::var("PG_CONFIG").expect("PG_CONFIG: the pg_config of the major to upgrade to");
     let (old_bin, new_bin) = (bindir(&old_config), bindir(&new_config));
-    let (old_port, new_port) = (common::port() + 10, common::port() + 11);
+    // Clear of every scratch port of any major (IT_PORT + 2 is the standby test's, the next major's start at +10).
+    let (old_port, new_port) = (common::port() + 3, common::port() + 4);
     let base = PathBuf::from(format!("/tmp/runtime_sandbox-upgrade-{}", common::port()));
     if base.exists() {
         // A run interrupted before its end may have left servers up.
