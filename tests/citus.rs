@@ -34,25 +34,8 @@ fn base() -> PathBuf {
     PathBuf::from(format!("/tmp/runtime_sandbox-citus-{}", common::port()))
 }
 
-fn bindir() -> PathBuf {
-    let config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(&config).arg("--bindir").output().expect("pg_config --bindir");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 fn as_postgres(program: &str, args: &[&str]) -> Result<(), String> {
-    let out = Command::new("sudo")
-        .args(["-u", "postgres"])
-        .arg(bindir().join(program))
-        .args(args)
-        .current_dir("/")
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{program} {args:?}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-    }
+    common::as_postgres(&common::bindir().join(program), args, std::path::Path::new("/"))
 }
 
 fn data(node: usize) -> PathBuf {

@@ -6,20 +6,13 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 const OPERATOR: &str = "rs_dump_operator";
 const OWNER: &str = "rs_dump_ledger";
 
-fn bindir() -> PathBuf {
-    let config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(&config).arg("--bindir").output().expect("pg_config --bindir");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 fn run(program: &str, args: &[&str]) {
-    let out = Command::new(bindir().join(program)).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    let out = Command::new(common::bindir().join(program)).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
     assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 

@@ -18,27 +18,9 @@ const APP: &str = "upgrade_app";
 const OPERATOR: &str = "rs_upgrade_operator";
 const OWNER: &str = "rs_upgrade_owner";
 
-fn bindir(pg_config: &str) -> PathBuf {
-    let out = Command::new(pg_config).arg("--bindir").output().expect("pg_config --bindir");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 /// A server program run as the postgres user, from a folder it may enter.
 fn as_postgres(program: &Path, args: &[&str], cwd: &Path) {
-    let out = Command::new("sudo")
-        .args(["-u", "postgres"])
-        .arg(program)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-    assert!(
-        out.status.success(),
-        "{} {args:?}:\n{}\n{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::as_postgres(program, args, cwd).unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn connect(port: u16, db: &str) -> Client {
@@ -187,7 +169,7 @@ fn a_cluster_of_the_previous_major_upgrades_with_its_ledgers_grants_and_jobs() {
     };
     let new_config =
         std::env::var("PG_CONFIG").expect("PG_CONFIG: the pg_config of the major to upgrade to");
-    let (old_bin, new_bin) = (bindir(&old_config), bindir(&new_config));
+    let (old_bin, new_bin) = (common::pg_config_dir(&old_config, "--bindir"), common::pg_config_dir(&new_config, "--bindir"));
     // Clear of every scratch port of any major (IT_PORT + 2 is the standby test's, the next major's start at +10).
     let (old_port, new_port) = (common::port() + 3, common::port() + 4);
     let base = PathBuf::from(format!("/tmp/runtime_sandbox-upgrade-{}", common::port()));

@@ -228,9 +228,7 @@ fn limit(statement: &str, ledger: Ledger) -> f64 {
 
 /// Whether the server has auto_explain (contrib): PostgreSQL 16 from PyPI's wheel (scripts/pg_server.sh) does not.
 fn server_has_auto_explain() -> bool {
-    let config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = std::process::Command::new(&config).arg("--pkglibdir").output().expect("pg_config --pkglibdir");
-    std::path::Path::new(String::from_utf8(out.stdout).unwrap().trim()).join("auto_explain.so").exists()
+    common::pg_config_dir(&common::pg_config(), "--pkglibdir").join("auto_explain.so").exists()
 }
 
 fn assert_linear(call: Call, ledger: Ledger, statistics: Statistics) {

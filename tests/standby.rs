@@ -5,7 +5,7 @@
 mod common;
 
 use postgres::{Client, Config, NoTls};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -17,24 +17,9 @@ fn standby_dir() -> PathBuf {
     PathBuf::from(format!("{}-standby", common::cluster_dir().display()))
 }
 
-fn bindir() -> PathBuf {
-    let config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(&config).arg("--bindir").output().expect("pg_config --bindir");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 /// Run a server binary as postgres (initdb and the server refuse root), from / (postgres may not enter cwd).
 fn as_postgres(program: &str, args: &[&str]) -> bool {
-    let bin = bindir().join(program);
-    let is_postgres = std::env::var("USER").map(|u| u == "postgres").unwrap_or(false);
-    let mut command = if is_postgres {
-        Command::new(&bin)
-    } else {
-        let mut c = Command::new("sudo");
-        c.arg("-u").arg("postgres").arg(&bin);
-        c
-    };
-    command.args(args).current_dir("/").status().map(|s| s.success()).unwrap_or(false)
+    common::as_postgres(&common::bindir().join(program), args, Path::new("/")).is_ok()
 }
 
 /// The standby: stopped and removed when dropped.

@@ -8,7 +8,7 @@
 //! `requirements`. Type changes, NOT NULLs and owners are the application's
 //! data and are never changed here: the check after the run reports them.
 
-use super::check::Facts;
+use super::check::{CitusFacts, Facts};
 use super::requirements::{OPERATION_STATE, OPERATION_STATES, TABLES, UNIQUE_KEYS};
 
 const SCRIPT: &str = include_str!("../../sql/ddl/ledger_tables.sql");
@@ -58,6 +58,43 @@ pub struct Step {
     pub sql: String,
     /// An index on a table that already exists (may be built CONCURRENTLY).
     pub index_on_existing_table: bool,
+}
+
+impl Step {
+    /// Whether it creates a table or the view (what Citus does not distribute when SPI runs it).
+    pub fn creates_relation(&self) -> bool {
+        self.object.starts_with("table ") || self.object.starts_with("view ")
+    }
+}
+
+/// What install_ledger does on a Citus coordinator, around its steps. A ledger is wholly local or a
+/// distributed schema, and Citus converts only the tables a top-level CREATE TABLE makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CitusAction {
+    /// No Citus, or nothing to do for it.
+    Nothing,
+    /// A local ledger, schema-based sharding on: distribute it after the steps.
+    Distribute,
+    /// A distributed schema that gains tables or the view: undistribute, run the steps, distribute again.
+    Redistribute,
+    /// A local ledger with nothing to create and sharding off: say how to distribute it.
+    Suggest,
+}
+
+/// The Citus action for a ledger (`citus`: its Citus facts, None without Citus), the steps planned for it and
+/// whether `citus.enable_schema_based_sharding` is on.
+pub fn citus_action(citus: Option<&CitusFacts>, steps: &[Step], sharding: bool) -> CitusAction {
+    let Some(citus) = citus else { return CitusAction::Nothing };
+    let local = !citus.schema_distributed && citus.tables.is_empty();
+    if citus.schema_distributed && steps.iter().any(Step::creates_relation) {
+        CitusAction::Redistribute
+    } else if local && sharding {
+        CitusAction::Distribute
+    } else if local && steps.is_empty() {
+        CitusAction::Suggest
+    } else {
+        CitusAction::Nothing
+    }
 }
 
 /// The fingerprint install_ledger keeps as the health view's comment: the
@@ -206,6 +243,23 @@ pub fn concurrently(step: &Step) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn citus_actions_keep_a_ledger_wholly_local_or_wholly_distributed() {
+        let table = Step { object: "table runs".into(), table: None, sql: String::new(), index_on_existing_table: false };
+        let index = Step { object: "index i".into(), table: Some("runs"), sql: String::new(), index_on_existing_table: true };
+        let local = CitusFacts { schema_distributed: false, tables: vec![] };
+        let distributed = CitusFacts { schema_distributed: true, tables: vec!["runs".into()] };
+        let partly = CitusFacts { schema_distributed: false, tables: vec!["runs".into()] };
+        assert_eq!(citus_action(None, &[table.clone()], true), CitusAction::Nothing);
+        assert_eq!(citus_action(Some(&local), &[table.clone()], true), CitusAction::Distribute);
+        assert_eq!(citus_action(Some(&local), &[], true), CitusAction::Distribute);
+        assert_eq!(citus_action(Some(&local), &[table.clone()], false), CitusAction::Nothing);
+        assert_eq!(citus_action(Some(&local), &[], false), CitusAction::Suggest);
+        assert_eq!(citus_action(Some(&distributed), &[table.clone()], false), CitusAction::Redistribute);
+        assert_eq!(citus_action(Some(&distributed), &[index.clone()], true), CitusAction::Nothing);
+        assert_eq!(citus_action(Some(&partly), &[table], true), CitusAction::Nothing);
+    }
     use crate::ledger::check::tests::canonical;
 
     #[test]

@@ -3,7 +3,7 @@
 //! right to act as the ledger's owner, and the switch to that owner.
 
 use super::check::{self, CitusFacts, Facts, Problem, Severity};
-use super::install;
+use super::install::{self, CitusAction};
 use crate::args::{schema_name, SchemaName};
 use crate::error::{Error, Kind};
 use crate::shell::owner;
@@ -17,8 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 const FACTS: &str = include_str!("../../sql/queries/ledger/facts.sql");
 const CITUS_FACTS: &str = include_str!("../../sql/queries/ledger/citus_facts.sql");
-const CITUS_INSTALLED: &str = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') \
-                               AND to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL";
+const CITUS_INSTALLED: &str = include_str!("../../sql/queries/ledger/citus_installed.sql");
+const SCHEMA_BASED_SHARDING: &str = include_str!("../../sql/queries/ledger/schema_based_sharding.sql");
+const CITUS_SCHEMA_DISTRIBUTE: &str = include_str!("../../sql/queries/ledger/citus_schema_distribute.sql");
+const CITUS_SCHEMA_UNDISTRIBUTE: &str = include_str!("../../sql/queries/ledger/citus_schema_undistribute.sql");
 
 /// A ledger schema argument: NULL is an error (22023), as is a name that is
 /// not a plain identifier.
@@ -311,34 +313,28 @@ fn run_install(schema: &SchemaName) {
         .collect();
     let mut steps = install::plan(&schema.quoted, facts.as_ref());
     steps.retain(|step| step.table.is_none_or(|t| !mistyped.contains(&t) || step.object.starts_with("column ")));
-    // On Citus, a ledger is wholly local or a distributed schema. Citus converts only the tables a top-level
-    // CREATE TABLE makes, not these: a distributed schema that gains tables or the view is undistributed
-    // first and distributed again after; a local one is distributed when schema-based sharding is on.
-    let citus = found.citus.clone();
-    let creates = steps.iter().any(|s| s.object.starts_with("table ") || s.object.starts_with("view "));
-    let redistribute = citus.as_ref().is_some_and(|c| c.schema_distributed && creates);
-    let distribute = redistribute
-        || citus.as_ref().is_some_and(|c| !c.schema_distributed && c.tables.is_empty() && schema_based_sharding());
-    let literal = format!("'{}'", schema.quoted.replace('\'', "''"));
-    if !steps.is_empty() || distribute {
+    let sharding = found.citus.is_some() && schema_based_sharding();
+    let citus = install::citus_action(found.citus.as_ref(), &steps, sharding);
+    if !steps.is_empty() || matches!(citus, CitusAction::Distribute | CitusAction::Redistribute) {
         owner::as_owner(owner, || {
-            if redistribute {
-                citus_call(schema, &format!("SELECT pg_catalog.citus_schema_undistribute({literal}::regnamespace)"));
+            if citus == CitusAction::Redistribute {
+                citus_call(schema, CITUS_SCHEMA_UNDISTRIBUTE);
             }
             for step in &steps {
                 Spi::run(&step.sql).unwrap_or_else(|e| {
                     error!("runtime_sandbox: install_ledger({}) could not create {}: {e}", schema.name, step.object)
                 });
             }
-            if distribute {
-                citus_call(schema, &format!("SELECT pg_catalog.citus_schema_distribute({literal}::regnamespace)"));
+            if matches!(citus, CitusAction::Distribute | CitusAction::Redistribute) {
+                citus_call(schema, CITUS_SCHEMA_DISTRIBUTE);
             }
         });
-    } else if citus.as_ref().is_some_and(|c| !c.schema_distributed && c.tables.is_empty()) {
+    } else if citus == CitusAction::Suggest {
         notice!(
-            "runtime_sandbox: ledger {} stays on the Citus coordinator; SELECT citus_schema_distribute({literal}) \
+            "runtime_sandbox: ledger {} stays on the Citus coordinator; SELECT citus_schema_distribute('{}') \
              distributes it (or run install_ledger with citus.enable_schema_based_sharding on)",
-            schema.quoted
+            schema.quoted,
+            schema.quoted.replace('\'', "''")
         );
     }
     if install::adds_labels(&steps) {
@@ -374,15 +370,15 @@ fn run_install(schema: &SchemaName) {
 
 /// Whether Citus's schema-based sharding is on in this session (new schemas become distributed schemas).
 fn schema_based_sharding() -> bool {
-    Spi::get_one::<String>("SELECT pg_catalog.current_setting('citus.enable_schema_based_sharding', true)")
-        .ok()
-        .flatten()
-        .is_some_and(|v| v == "on")
+    crate::shell::spi::get_one_with_args::<bool>(SCHEMA_BASED_SHARDING, &[]).ok().flatten().unwrap_or(false)
 }
 
-/// A Citus function install_ledger calls on the ledger schema; its failure names the ledger and the call.
+/// A Citus function install_ledger calls on the ledger schema (the statement's $1); its failure names the
+/// ledger and the call.
 fn citus_call(schema: &SchemaName, sql: &str) {
-    Spi::run(sql).unwrap_or_else(|e| error!("runtime_sandbox: install_ledger({}): {sql} failed: {e}", schema.name));
+    crate::shell::spi::run_with_args(sql, &[schema.quoted.as_str().into()]).unwrap_or_else(|e| {
+        error!("runtime_sandbox: install_ledger({}): {} failed: {e}", schema.name, sql.lines().last().unwrap_or(sql))
+    });
 }
 
 /// The DDL install_ledger would run on the ledger schema now, one statement

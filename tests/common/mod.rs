@@ -20,6 +20,46 @@ pub fn cluster_dir() -> PathBuf {
     PathBuf::from(std::env::var("RUNTIME_SANDBOX_IT_DIR").unwrap_or_else(|_| "/tmp/runtime_sandbox-it".into()))
 }
 
+/// What `pg_config <arg>` prints (a folder) for `config`, a pg_config path.
+pub fn pg_config_dir(config: &str, arg: &str) -> PathBuf {
+    let out = Command::new(config).arg(arg).output().unwrap_or_else(|e| panic!("{config} {arg}: {e}"));
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// The pg_config of the server the tests run against (`PG_CONFIG`; Debian 12's 15 when unset).
+pub fn pg_config() -> String {
+    std::env::var("PG_CONFIG").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into())
+}
+
+/// That server's programs.
+pub fn bindir() -> PathBuf {
+    pg_config_dir(&pg_config(), "--bindir")
+}
+
+/// Run a server program as the postgres user (initdb and the server refuse root), from `cwd`, a folder it
+/// may enter; its output when it fails.
+pub fn as_postgres(program: &std::path::Path, args: &[&str], cwd: &std::path::Path) -> Result<(), String> {
+    let is_postgres = std::env::var("USER").is_ok_and(|u| u == "postgres");
+    let mut command = if is_postgres {
+        Command::new(program)
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(["-u", "postgres"]).arg(program);
+        c
+    };
+    let out = command.args(args).current_dir(cwd).output().map_err(|e| format!("{}: {e}", program.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {args:?}:\n{}{}",
+            program.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
 /// Start the shared cluster once per test binary (idempotent across binaries).
 pub fn ensure_cluster() {
     static START: Once = Once::new();
