@@ -923,8 +923,26 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
     // whole, and, past 2 x 1,000 (leases: 3 x), probed from the listing's
     // side. Same summaries, same rows.
     let mut outcomes = Vec::new();
-    for (s, history) in [("rc_reach_scan", 0), ("rc_reach_whole", 1000), ("rc_reach_probe", 5000)] {
+    // A fourth ledger probes as the third, but through indexes of its own
+    // (install_ledger's bytewise ones replaced): one probe per sandbox
+    // instead of one index scan keyed by all of them.
+    for (s, history) in
+        [("rc_reach_scan", 0), ("rc_reach_whole", 1000), ("rc_reach_probe", 5000), ("rc_reach_own", 5000)]
+    {
         let l = Ledger::new(s);
+        let by_key = |s: &str| {
+            let sizes = include_str!("../../sql/queries/reconcile/capacity_sizes.sql").replace("@ledger@", s);
+            text(&format!("SELECT concat_ws(',', a, b) FROM ({sizes}) AS sizes(leases, cleanups, a, b)")).unwrap_or_default()
+        };
+        assert_eq!(by_key(s), "t,t", "{s}");
+        if s == "rc_reach_own" {
+            run(&format!(
+                "DROP INDEX {s}.sandbox_cleanup_jobs_v2_terminal_idx, {s}.runtime_sandbox_capacity_leases_released_idx;
+                 CREATE INDEX own_cleanup_sandbox ON {s}.sandbox_cleanup_jobs_v2 (sandbox_id) WHERE status = 'deleted';
+                 CREATE INDEX own_released ON {s}.runtime_sandbox_capacity_leases (sandbox_id COLLATE \"C\") WHERE released_at IS NOT NULL"
+            ));
+            assert_eq!(by_key(s), "f,f");
+        }
         run(&format!(
             "INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, released_at)
              SELECT 'old-' || g, 'org-1', 'old-run-' || g, 'daytona', 'old-sb-' || g, now() - interval '9 days'
@@ -958,7 +976,8 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
         l.cleanup("sb-r1", "run-r1", "deleted", None);
         let inventory = json!([{"sandboxId": "sb-s1"}, {"sandboxId": "sb-s2"}, {"sandboxId": "sb-s3"},
                                {"sandboxId": "sb-r1", "operationKey": "tok-r1"}]);
-        let probes = || int(&format!("SELECT pg_stat_get_xact_numscans('{s}.runtime_sandbox_capacity_leases_released_idx'::regclass)"));
+        let released_idx = if s == "rc_reach_own" { "own_released" } else { "runtime_sandbox_capacity_leases_released_idx" };
+        let probes = || int(&format!("SELECT pg_stat_get_xact_numscans('{s}.{released_idx}'::regclass)"));
         let before = probes();
         let dry = l.reconcile(&inventory, true, "");
         let applied = l.reconcile(&inventory, false, "");
@@ -973,7 +992,7 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
         ));
         outcomes.push((counts(&dry), counts(&applied), phases(&applied), leases, cleanups));
     }
-    let (scan, whole, probe) = (&outcomes[0], &outcomes[1], &outcomes[2]);
+    let (scan, whole, probe, own) = (&outcomes[0], &outcomes[1], &outcomes[2], &outcomes[3]);
     assert_eq!(scan.1["live_leases_to_seed"], 1, "{}", scan.1);
     assert_eq!(scan.1["released_terminal_leases"], 2);
     assert_eq!(scan.1["marked_deleted"], 1);
@@ -1009,6 +1028,7 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
     );
     assert_eq!(scan, whole);
     assert_eq!(scan, probe);
+    assert_eq!(scan, own);
 }
 
 /// Rows the ledger's tables and indexes handed out since the transaction

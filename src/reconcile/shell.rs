@@ -663,6 +663,8 @@ const RELEASED_LEASE_IDENTITIES: &str = include_str!("../../sql/queries/reconcil
 const BOUND_LEASE_IDENTITIES: &str = include_str!("../../sql/queries/reconcile/bound_lease_identities.sql");
 const DELETED: &str = include_str!("../../sql/queries/reconcile/deleted.sql");
 const DELETED_PROBED: &str = include_str!("../../sql/queries/reconcile/deleted_probed.sql");
+const DELETED_BY_KEY: &str = include_str!("../../sql/queries/reconcile/deleted_by_key.sql");
+const RELEASED_BY_KEY: &str = include_str!("../../sql/queries/reconcile/released_by_key.sql");
 
 /// Text columns of one read; rows borrow from them.
 type Texts<'t> = Option<Array<'t, &'t str>>;
@@ -695,11 +697,21 @@ fn run_count(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> i64 
     table.first().get::<i64>(1).read_value().unwrap_or(0)
 }
 
+/// Whether the deleted cleanups and the released leases are probed by one
+/// index scan keyed by all the sandboxes (capacity_sizes.sql).
+#[derive(Default, Clone, Copy)]
+struct ByKey {
+    deleted: bool,
+    released: bool,
+}
+
 pub(crate) struct Capacity<'t> {
     /// The listing's size: the fleet a run looks at.
     listed: usize,
     /// (the lease table is read whole, how deleted cleanups are read), decided on first use.
     reach: Option<(bool, DeletedReach)>,
+    /// Which history tables have install_ledger's bytewise index (decided with `reach`).
+    by_key: ByKey,
     /// The open leases (lease id, sandbox, routing domain, run), when the
     /// first pass read them.
     open: Option<Columns<'t, 4>>,
@@ -717,6 +729,7 @@ impl<'t> Capacity<'t> {
         Capacity {
             listed,
             reach: None,
+            by_key: ByKey::default(),
             open: None,
             deleted: Vec::new(),
             probed: FastSet::default(),
@@ -732,6 +745,8 @@ impl<'t> Capacity<'t> {
             let table = table.first();
             let rows = |c: usize| table.get::<i64>(c).read_value().unwrap_or(i64::MAX);
             self.reach = Some(reach::capacity_reach(self.listed, rows(1), rows(2)));
+            let flag = |c: usize| table.get::<bool>(c).read_value().unwrap_or(false);
+            self.by_key = ByKey { deleted: flag(3), released: flag(4) };
         }
         self.reach.expect("decided above")
     }
@@ -749,7 +764,7 @@ impl<'t> Capacity<'t> {
         } else {
             let [_, sandboxes, ..] = open.columns();
             let ids = distinct(sandboxes.iter().map(|s| s.unwrap_or_default()));
-            Columns::<3>::read(client, &ledger.sql(DELETED_PROBED), &[ids.into()])
+            self.deleted_of(client, ledger, ids)
         };
         self.open = Some(open);
         self.deleted.push(deleted);
@@ -785,6 +800,14 @@ impl<'t> Capacity<'t> {
             return 0;
         }
         run_count(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[self.bound.clone().into(), clock()])
+    }
+
+    /// The durably deleted cleanups of these sandboxes (distinct): one index
+    /// scan keyed by all of them where the ledger has install_ledger's
+    /// bytewise index, else a probe per sandbox; plain index scans either way.
+    fn deleted_of(&self, client: &mut SpiClient, ledger: &Ledger, sandboxes: Vec<&str>) -> Columns<'t, 3> {
+        let sql = if self.by_key.deleted { DELETED_BY_KEY } else { DELETED_PROBED };
+        planned(client, PLAIN_PROBES, |client| Columns::read(client, &ledger.sql(sql), &[sandboxes.into()]))
     }
 
     fn deleted_rows(&self) -> Vec<Deleted<'_>> {
@@ -855,10 +878,9 @@ impl<'t> Capacity<'t> {
 
         // Released leases of the inspected sandboxes, probed (a long history).
         let released_read = (!leases_whole && !inspected.is_empty()).then(|| {
-            // One plain index probe per sandbox, not a bitmap each (settings.sql).
-            planned(client, PLAIN_PROBES, |client| {
-                Columns::<2>::read(client, &ledger.sql(RELEASED_LEASE_IDENTITIES), &[inspected.clone().into()])
-            })
+            // Plain index probes, not a bitmap each (settings.sql).
+            let sql = if self.by_key.released { RELEASED_BY_KEY } else { RELEASED_LEASE_IDENTITIES };
+            planned(client, PLAIN_PROBES, |client| Columns::<2>::read(client, &ledger.sql(sql), &[inspected.clone().into()]))
         });
 
         // Deleted cleanups: as the first pass read them (recovery only adds
@@ -881,7 +903,7 @@ impl<'t> Capacity<'t> {
                     inspected.iter().copied().filter(|id| !covered.contains(id)).collect()
                 };
                 if !missing.is_empty() {
-                    deleted_reads.push(Columns::read(client, &ledger.sql(DELETED_PROBED), &[missing.clone().into()]));
+                    deleted_reads.push(self.deleted_of(client, ledger, missing.clone()));
                     self.probed.extend(missing.iter().map(|id| id.to_string()));
                 }
             }

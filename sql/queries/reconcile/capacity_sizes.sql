@@ -8,4 +8,28 @@ SELECT (SELECT (CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / 
         FROM pg_class AS c WHERE c.oid = '@ledger@.runtime_sandbox_capacity_leases'::regclass),
        (SELECT (CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages ELSE 64 END
                 * pg_relation_size(c.oid) / current_setting('block_size')::integer)::bigint
-        FROM pg_class AS c WHERE c.oid = '@ledger@.sandbox_cleanup_jobs_v2'::regclass)
+        FROM pg_class AS c WHERE c.oid = '@ledger@.sandbox_cleanup_jobs_v2'::regclass),
+-- Whether the deleted cleanups and the released leases each have a valid
+-- bytewise B-tree on sandbox_id whose predicate (if any) is the one
+-- install_ledger writes: only then are their probes one index scan with the
+-- sandboxes as its array key (deleted_by_key.sql). Any other index (a
+-- ledger the application shaped) gets one probe per sandbox, which needs no
+-- particular index to stay linear.
+       EXISTS (SELECT FROM pg_index AS i
+               JOIN pg_class AS am_rel ON am_rel.oid = i.indexrelid
+               JOIN pg_am AS am ON am.oid = am_rel.relam AND am.amname = 'btree'
+               JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+               WHERE i.indrelid = '@ledger@.sandbox_cleanup_jobs_v2'::regclass
+                 AND i.indisvalid AND i.indisready AND a.attname = 'sandbox_id'
+                 AND i.indcollation[0] = 'pg_catalog."C"'::regcollation
+                 AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid)
+                      = '((provider = ''daytona''::text) AND (status = ''deleted''::text) AND (deleted_at IS NOT NULL))')),
+       EXISTS (SELECT FROM pg_index AS i
+               JOIN pg_class AS am_rel ON am_rel.oid = i.indexrelid
+               JOIN pg_am AS am ON am.oid = am_rel.relam AND am.amname = 'btree'
+               JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+               WHERE i.indrelid = '@ledger@.runtime_sandbox_capacity_leases'::regclass
+                 AND i.indisvalid AND i.indisready AND a.attname = 'sandbox_id'
+                 AND i.indcollation[0] = 'pg_catalog."C"'::regcollation
+                 AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid)
+                      = '((provider = ''daytona''::text) AND (released_at IS NOT NULL))'))
