@@ -13,7 +13,7 @@ set -euo pipefail
 EXPECTED=(
   stock.regular stock.distinct stock.mixed
   managed.unchanged managed.updated managed.added managed.drift
-  managed.growth.unchanged managed.growth.updated managed.growth.added managed.growth.drift
+  managed.growth.table_update managed.growth.unchanged managed.growth.updated managed.growth.added managed.growth.drift
 )
 for ledger in stats nostats steady; do
   for n in 1k 10k 100k; do EXPECTED+=("reconcile.$ledger.$n.dry" "reconcile.$ledger.$n.apply"); done
