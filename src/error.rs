@@ -38,13 +38,10 @@ pub enum Kind {
     InvalidTransactionTermination,
     /// 25006: a call that writes, on a standby.
     ReadOnly,
-    /// 0A000: what the call would do is not supported on this ledger (an applying reconcile on a ledger
-    /// Citus distributes).
-    NotSupported,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 13] = [
         Kind::InvalidArgument,
         Kind::NotInstalled,
         Kind::ConcurrentChange,
@@ -58,7 +55,6 @@ impl Kind {
         Kind::NotOwner,
         Kind::InvalidTransactionTermination,
         Kind::ReadOnly,
-        Kind::NotSupported,
     ];
 
     /// The SQLSTATE as clients see it.
@@ -77,7 +73,6 @@ impl Kind {
             Kind::NotOwner => "42501",
             Kind::InvalidTransactionTermination => "2D000",
             Kind::ReadOnly => "25006",
-            Kind::NotSupported => "0A000",
         }
     }
 }

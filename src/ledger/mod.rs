@@ -9,7 +9,7 @@ pub mod install;
 pub mod requirements;
 mod shell;
 
-pub(crate) use shell::{in_citus, refuse_citus_apply, require, require_with, Access};
+pub(crate) use shell::{in_citus, require, require_with, Access};
 
 use pgrx::prelude::*;
 

@@ -138,24 +138,6 @@ pub(crate) fn in_citus(ledger: &SchemaName) -> bool {
     checked(ledger).facts.as_ref().and_then(|f| f.citus.as_ref()).is_some_and(|c| !c.tables.is_empty())
 }
 
-/// An applying reconcile on a ledger Citus distributes is refused before any work (0A000): Citus 13.2
-/// mis-plans the INSERT ... SELECTs inside its statements on single-shard tables (the worker receives an
-/// empty `IS NOT NULL` filter); the dry run, the snapshots and the backfill work there.
-pub(crate) fn refuse_citus_apply(ledger: &SchemaName, function: &'static str) {
-    if in_citus(ledger) {
-        Error::new(
-            Kind::NotSupported,
-            format!("{function} does not apply changes to ledger {:?}: its tables are distributed by Citus", ledger.name),
-        )
-        .detail("On Citus, the reconciliation's dry run, the inventory snapshots and the backfill work; applying does not yet.")
-        .hint(format!(
-            "Run it with dry_run => true, or apply on a ledger on the coordinator (SELECT citus_schema_undistribute('{}')).",
-            ledger.quoted.replace('\'', "''")
-        ))
-        .raise();
-    }
-}
-
 /// What the ledger is for a call that passed the gate.
 pub(crate) struct Access {
     owner: pg_sys::Oid,

@@ -121,7 +121,6 @@ fn reconcile_daytona_latest(
     let access = crate::ledger::require(&options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
     if !options.dry_run {
         crate::shell::standby::refuse_writes("reconcile_daytona_latest");
-        crate::ledger::refuse_citus_apply(&options.ledger, "reconcile_daytona_latest");
     }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = reconcile::jit(client, "off");

@@ -141,7 +141,6 @@ fn reconcile(
     let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
     if !options.dry_run {
         crate::shell::standby::refuse_writes("reconcile_daytona");
-        crate::ledger::refuse_citus_apply(&options.ledger, "reconcile_daytona");
     }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = jit(client, "off");

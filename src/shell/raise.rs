@@ -22,7 +22,6 @@ pub fn code(kind: Kind) -> PgSqlErrorCode {
         Kind::NotOwner => PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
         Kind::InvalidTransactionTermination => PgSqlErrorCode::ERRCODE_INVALID_TRANSACTION_TERMINATION,
         Kind::ReadOnly => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
-        Kind::NotSupported => PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
     }
 }
 

@@ -23,10 +23,18 @@
 -- order of the locks cannot deadlock), and re-bound by key. The insert's
 -- rows are not in the statement's snapshot, so nothing is both inserted and
 -- re-bound.
+-- Whether a candidate already has a lease is read with the candidates (one
+-- primary-key probe each), not in the insert's own WHERE: Citus 13 turns a
+-- sub-select there into an empty `( IS NOT NULL)` filter on a single-shard
+-- table (a syntax error on the worker). Only those candidates are re-bound:
+-- the same rows the snapshot shows, and on Citus, which runs each
+-- data-modifying CTE as a statement of its own, not the rows just inserted.
 -- $2: the statement's clock (clock_timestamp() as it starts, from the shell): a parameter rather
 -- than a volatile call, so Citus can route the statement to the ledger's shard.
 WITH candidates AS (
-    SELECT item.operation_key, item.org_id, item.run_id, item.sandbox_id, item.routing_domain
+    SELECT item.operation_key, item.org_id, item.run_id, item.sandbox_id, item.routing_domain,
+           (SELECT true FROM @ledger@.runtime_sandbox_capacity_leases AS existing
+            WHERE existing.lease_id = item.operation_key) IS NOT NULL AS leased
     FROM @ledger@.runtime_sandbox_operations AS item
     WHERE item.operation_key = ANY ($1::text[])
       AND (SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS terminal
@@ -45,8 +53,7 @@ WITH candidates AS (
     SELECT candidate.operation_key, candidate.org_id, candidate.run_id, 'daytona', candidate.sandbox_id,
            candidate.routing_domain, $2::timestamptz, NULL
     FROM candidates AS candidate
-    WHERE (SELECT 1 FROM @ledger@.runtime_sandbox_capacity_leases AS existing
-           WHERE existing.lease_id = candidate.operation_key) IS NULL
+    WHERE NOT candidate.leased
     ON CONFLICT (lease_id) DO NOTHING
     RETURNING lease.lease_id
 ), held AS (
@@ -59,6 +66,7 @@ WITH candidates AS (
           AND existing.released_at IS NULL
         FOR UPDATE SKIP LOCKED
     ) AS locked
+    WHERE candidate.leased
 ), rebound AS (
     UPDATE @ledger@.runtime_sandbox_capacity_leases AS lease
     SET org_id = held.org_id,
