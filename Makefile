@@ -135,13 +135,16 @@ test-pg-upgrade:
 	  cargo test $(FEATURES) --test pg_upgrade -- --nocapture
 
 ## Citus (tests/citus.rs): Citus built for the system's 15 (scripts/citus.sh, cached), a coordinator and two
-## workers of the tests' own, stopped after. test-citus installs a dev build first; make test runs the tests on
+## workers of the tests' own, then the chaos suite (tests/fault_reconcile_chaos.rs) on a distributed ledger there,
+## the nodes stopped after. test-citus installs a dev build first; make test runs the tests on
 ## the build test-pg installed.
 test-citus: install-dev test-citus-installed
 
 test-citus-installed:
 	@scripts/citus.sh
 	@status=0; RUNTIME_SANDBOX_CITUS=1 cargo test $(FEATURES) --test citus -- --test-threads=1 || status=$$?; \
+	  [ $$status -ne 0 ] || RUNTIME_SANDBOX_CHAOS_CITUS_PORT=$$(( $(IT_PORT) + 20 )) \
+	    cargo test $(FEATURES) --test fault_reconcile_chaos fault_reconcile_chaos_keeps || status=$$?; \
 	  for n in 0 1 2; do scripts/cluster.sh stop /tmp/runtime_sandbox-citus-$(IT_PORT)/node$$n; done; exit $$status
 
 ## Only the integration tests, against a dev build.
