@@ -185,6 +185,11 @@ bench-reconcile: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/reconcile.sh "$(PSQL)"
 
+## Citus scale-out (bench/citus.sh): its own coordinator and two workers beside the demo cluster; not part of `make bench`.
+bench-citus: setup install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/citus.sh "$(PSQL)"
+
 bench-backfill: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/backfill.sh "$(PSQL)"
