@@ -15,21 +15,17 @@ SELECT (SELECT (CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / 
 -- sandboxes as its array key (deleted_by_key.sql). Any other index (a
 -- ledger the application shaped) gets one probe per sandbox, which needs no
 -- particular index to stay linear.
-       EXISTS (SELECT FROM pg_index AS i
-               JOIN pg_class AS am_rel ON am_rel.oid = i.indexrelid
-               JOIN pg_am AS am ON am.oid = am_rel.relam AND am.amname = 'btree'
-               JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-               WHERE i.indrelid = '@ledger@.sandbox_cleanup_jobs_v2'::regclass
-                 AND i.indisvalid AND i.indisready AND a.attname = 'sandbox_id'
-                 AND i.indcollation[0] = 'pg_catalog."C"'::regcollation
-                 AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid)
-                      = '((provider = ''daytona''::text) AND (status = ''deleted''::text) AND (deleted_at IS NOT NULL))')),
-       EXISTS (SELECT FROM pg_index AS i
-               JOIN pg_class AS am_rel ON am_rel.oid = i.indexrelid
-               JOIN pg_am AS am ON am.oid = am_rel.relam AND am.amname = 'btree'
-               JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-               WHERE i.indrelid = '@ledger@.runtime_sandbox_capacity_leases'::regclass
-                 AND i.indisvalid AND i.indisready AND a.attname = 'sandbox_id'
-                 AND i.indcollation[0] = 'pg_catalog."C"'::regcollation
-                 AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid)
-                      = '((provider = ''daytona''::text) AND (released_at IS NOT NULL))'))
+       by_key.cleanups, by_key.leases
+FROM (SELECT coalesce(bool_or(want.rel = '@ledger@.sandbox_cleanup_jobs_v2'::regclass), false) AS cleanups,
+             coalesce(bool_or(want.rel = '@ledger@.runtime_sandbox_capacity_leases'::regclass), false) AS leases
+      FROM (VALUES ('@ledger@.sandbox_cleanup_jobs_v2'::regclass,
+                    '((provider = ''daytona''::text) AND (status = ''deleted''::text) AND (deleted_at IS NOT NULL))'),
+                   ('@ledger@.runtime_sandbox_capacity_leases'::regclass,
+                    '((provider = ''daytona''::text) AND (released_at IS NOT NULL))')) AS want(rel, predicate)
+      JOIN pg_index AS i ON i.indrelid = want.rel
+      JOIN pg_class AS index_rel ON index_rel.oid = i.indexrelid
+      JOIN pg_am AS am ON am.oid = index_rel.relam AND am.amname = 'btree'
+      JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+      WHERE i.indisvalid AND i.indisready AND a.attname = 'sandbox_id'
+        AND i.indcollation[0] = 'pg_catalog."C"'::regcollation
+        AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid) = want.predicate)) AS by_key
