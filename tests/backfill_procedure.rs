@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{backfill_operations as operations, backfill_phase as phase, connect_with_notices, count};
+use common::{backfill_operations as operations, backfill_phase as phase, connect_with_notices, count, wait_until};
 use postgres::Client;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -19,15 +19,6 @@ fn seeded(db: &str, runs: i32) -> String {
     let mut c = common::connect(&db);
     c.batch_execute(&common::backfill_attempts_sql(runs, 4)).unwrap();
     db
-}
-
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn backend_running_call(c: &mut Client, db: &str) -> Option<i32> {

@@ -12,7 +12,7 @@
 mod common;
 
 use common::calls::{contents, run_calls_where, sql, CALLS, SEED};
-use postgres::{Client, NoTls};
+use postgres::Client;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Once;
@@ -55,13 +55,7 @@ fn pg_ctl(node: usize, action: &str) -> Result<(), String> {
 }
 
 pub fn connect(node: usize, db: &str) -> Client {
-    postgres::Config::new()
-        .host("127.0.0.1")
-        .port(ports()[node])
-        .user("postgres")
-        .dbname(db)
-        .connect(NoTls)
-        .unwrap_or_else(|e| panic!("connect to {db} on node {node}: {e}"))
+    common::connect_at(ports()[node], db)
 }
 
 /// The three nodes, started once per test binary; the database `DB` with Citus on each, the workers added
@@ -315,15 +309,8 @@ fn worker_of(c: &mut Client, schema: &str) -> usize {
 }
 
 /// Wait (up to `seconds`) until `probe` returns true.
-fn wait_for(what: &str, seconds: u64, mut probe: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    while !probe() {
-        assert!(
-            started.elapsed().as_secs() < seconds,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+fn wait_for(what: &str, seconds: u64, probe: impl FnMut() -> bool) {
+    common::wait_until(what, std::time::Duration::from_secs(seconds), probe)
 }
 
 #[test]

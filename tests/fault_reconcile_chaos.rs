@@ -198,13 +198,7 @@ fn citus_port() -> Option<u16> {
 /// The database the chaos runs in: the scratch cluster's, or the Citus coordinator's.
 fn connect(db: &str) -> Client {
     match citus_port() {
-        Some(port) => postgres::Config::new()
-            .host("127.0.0.1")
-            .port(port)
-            .user("postgres")
-            .dbname(db)
-            .connect(postgres::NoTls)
-            .unwrap_or_else(|e| panic!("connect to {db} on the Citus coordinator: {e}")),
+        Some(port) => common::connect_at(port, db),
         None => common::connect(db),
     }
 }

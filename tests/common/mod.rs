@@ -76,13 +76,32 @@ pub fn ensure_cluster() {
 /// Where every test connects: the scratch cluster, as postgres, database `db`.
 fn config(db: &str) -> Config {
     ensure_cluster();
+    config_at(port(), db)
+}
+
+/// A server of the tests' own on localhost (`port`), as postgres, database `db`.
+fn config_at(port: u16, db: &str) -> Config {
     let mut config = Config::new();
-    config.host("127.0.0.1").port(port()).user("postgres").dbname(db);
+    config.host("127.0.0.1").port(port).user("postgres").dbname(db);
     config
 }
 
 pub fn connect(db: &str) -> Client {
     config(db).connect(NoTls).unwrap_or_else(|e| panic!("connect to {db}: {e}"))
+}
+
+/// A connection to another server the tests run (the Citus nodes), not the scratch cluster.
+pub fn connect_at(port: u16, db: &str) -> Client {
+    config_at(port, db).connect(NoTls).unwrap_or_else(|e| panic!("connect to {db} on port {port}: {e}"))
+}
+
+/// Poll `cond` until it holds; fail the test after `timeout`.
+pub fn wait_until(what: &str, timeout: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// A connection that collects the NOTICEs it receives (progress lines,
