@@ -174,68 +174,67 @@ impl<'a> Domains<'a> {
     }
 }
 
+/// What the inspection records of one inspected sandbox: the routing domains
+/// of its open leases, of all its leases, and of its terminal cleanups.
 #[derive(Default)]
 struct Matched<'a> {
     open: Domains<'a>,
     leases: Domains<'a>,
     terminal: Domains<'a>,
-    inspected: bool,
-}
-
-/// One entry per matched sandbox id, its open leases recorded, and whether it
-/// has a matched identity no open lease covers (it is inspected).
-fn matched_entries<'a, 'r>(
-    pairing: &Pairing,
-    operations: &Operations<'a>,
-    open: &Identities<'r>,
-) -> (FastMap<&'a str, usize>, Vec<Matched<'r>>) {
-    let mut index: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(pairing.pairs.len(), Default::default());
-    let mut matched: Vec<Matched> = Vec::with_capacity(pairing.pairs.len());
-    for &(_, operation) in &pairing.pairs {
-        if let Some(sandbox_id) = operations.sandbox_ids[operation] {
-            index.entry(sandbox_id).or_insert_with(|| {
-                matched.push(Matched::default());
-                matched.len() - 1
-            });
-        }
-    }
-    for (sandbox_id, domain) in open.sandbox_ids.iter().zip(&open.routing_domains) {
-        if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
-            matched[entry].open.add(*domain);
-        }
-    }
-    for &(_, operation) in &pairing.pairs {
-        // Paired operations always have a sandbox id.
-        let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
-        let entry = &mut matched[index[sandbox_id]];
-        if !entry.open.covers(operations.routing_domains[operation].unwrap_or("")) {
-            entry.inspected = true;
-        }
-    }
-    (index, matched)
 }
 
 /// The inspection in two steps: from the open leases, which sandboxes need
 /// their history read (`inspected`); then, with it, the counts and what to
-/// seed (`finish`). The matched sandboxes are indexed once.
+/// seed (`finish`). Only the pairs no open lease covers are looked at twice:
+/// in a steady fleet they are few, so the rest costs one set of the open
+/// identities and one lookup per pair.
 pub struct Inspector<'p, 'a, 'r> {
     pairing: &'p Pairing,
     operations: &'p Operations<'a>,
+    /// Positions in `pairing.pairs` of the pairs whose identity no open lease
+    /// covers (routing domains compared as `coalesce(x, '')`), in pair order.
+    uncovered: Vec<usize>,
+    /// The inspected sandboxes (those of `uncovered`) -> their entry.
     index: FastMap<&'a str, usize>,
     matched: Vec<Matched<'r>>,
 }
 
 impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
     pub fn new(pairing: &'p Pairing, operations: &'p Operations<'a>, open: &Identities<'r>) -> Self {
-        let (index, matched) = matched_entries(pairing, operations, open);
-        Inspector { pairing, operations, index, matched }
+        let rows = || open.sandbox_ids.iter().zip(&open.routing_domains);
+        let mut leased: FastSet<(&str, &str)> =
+            FastSet::with_capacity_and_hasher(open.sandbox_ids.len(), Default::default());
+        leased.extend(rows().filter_map(|(sandbox_id, domain)| Some(((*sandbox_id)?, domain.unwrap_or("")))));
+        let mut uncovered = Vec::new();
+        let mut index: FastMap<&str, usize> = FastMap::default();
+        let mut matched: Vec<Matched> = Vec::new();
+        for (position, &(_, operation)) in pairing.pairs.iter().enumerate() {
+            // Paired operations always have a sandbox id.
+            let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
+            if leased.contains(&(sandbox_id, operations.routing_domains[operation].unwrap_or(""))) {
+                continue;
+            }
+            uncovered.push(position);
+            index.entry(sandbox_id).or_insert_with(|| {
+                matched.push(Matched::default());
+                matched.len() - 1
+            });
+        }
+        // The open leases of the inspected sandboxes count among their leases.
+        if !index.is_empty() {
+            for (sandbox_id, domain) in rows() {
+                if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
+                    matched[entry].open.add(*domain);
+                }
+            }
+        }
+        Inspector { pairing, operations, uncovered, index, matched }
     }
 
     /// The matched sandbox ids whose history the inspection needs (an
     /// identity without an open lease), distinct, in byte order.
     pub fn inspected(&self) -> Vec<&'a str> {
-        let mut ids: Vec<&str> =
-            self.index.iter().filter(|(_, &e)| self.matched[e].inspected).map(|(&id, _)| id).collect();
+        let mut ids: Vec<&str> = self.index.keys().copied().collect();
         ids.sort_unstable();
         ids
     }
@@ -247,7 +246,7 @@ impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
         // The open leases of an inspected sandbox count among its leases (they were recorded per sandbox
         // already: no second pass over the rows).
         let mut lease_identities = 0;
-        for entry in self.matched.iter_mut().filter(|e| e.inspected) {
+        for entry in &mut self.matched {
             for domain in entry.open.first.iter().chain(&entry.open.more) {
                 lease_identities += entry.leases.add(*domain) as i64;
             }
@@ -255,14 +254,16 @@ impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
         let (index, matched) = (&self.index, &mut self.matched);
         lease_identities += record(released, index, matched, false);
         let terminal_identities = record(terminal, index, matched, true);
+        // A covered pair is never seeded; an uncovered one when no lease nor terminal cleanup covers it.
         let mut to_seed = 0;
         let mut seed_operations = Vec::new();
         let mut seen = FastSet::default();
-        for &(_, operation) in &self.pairing.pairs {
+        for &position in &self.uncovered {
+            let operation = self.pairing.pairs[position].1;
             let sandbox_id = self.operations.sandbox_ids[operation].unwrap_or("");
             let domain = self.operations.routing_domains[operation].unwrap_or("");
             let entry = &self.matched[self.index[sandbox_id]];
-            if entry.open.covers(domain) || entry.leases.covers(domain) || entry.terminal.covers(domain) {
+            if entry.leases.covers(domain) || entry.terminal.covers(domain) {
                 continue;
             }
             to_seed += 1;
@@ -291,9 +292,6 @@ fn record<'r>(
     for (sandbox_id, domain) in rows.sandbox_ids.iter().zip(&rows.routing_domains) {
         if let Some(&entry) = sandbox_id.and_then(|id| index.get(id)) {
             let entry = &mut matched[entry];
-            if !entry.inspected {
-                continue;
-            }
             let domains = if terminal { &mut entry.terminal } else { &mut entry.leases };
             distinct += domains.add(*domain) as i64;
         }
