@@ -60,10 +60,8 @@ fn record_inventory_snapshot(
 ) -> i64 {
     let provider = check(rules::provider(check(summary::required("provider", provider))));
     // The inventory's rules, under this argument's name.
-    let items = check(
-        parse_inventory_jsonb(check(summary::required("items", items)).as_bytes())
-            .map_err(|e| ArgError::new("items", e.reason)),
-    );
+    let items = check(summary::required("items", items));
+    let items = check(parse_inventory_jsonb(items.as_bytes()).map_err(|e| ArgError::new("items", e.reason)));
     let items = InventoryColumns::from_items(&items);
     let captured_at = check(summary::required("captured_at", captured_at));
     let captured_micros = pg_sys::TimestampTz::from(captured_at);

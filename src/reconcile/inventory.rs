@@ -6,21 +6,18 @@ use crate::args::ArgError;
 use crate::fast_hash::FastSet;
 use crate::jsonb::{Container, DecodeError, Item, Kind};
 
-/// One physical Daytona sandbox as the provider lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InventoryItem {
-    pub sandbox_id: String,
-    pub routing_domain: Option<String>,
-    pub operation_key: Option<String>,
+/// One physical Daytona sandbox as the provider lists it, borrowed from the
+/// argument it was read from (100k items: no allocation per id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InventoryItem<'a> {
+    pub sandbox_id: &'a str,
+    pub routing_domain: Option<&'a str>,
+    pub operation_key: Option<&'a str>,
 }
 
-impl InventoryItem {
-    pub fn new(sandbox_id: &str, routing_domain: Option<&str>, operation_key: Option<&str>) -> Self {
-        Self {
-            sandbox_id: sandbox_id.to_owned(),
-            routing_domain: routing_domain.map(str::to_owned),
-            operation_key: operation_key.map(str::to_owned),
-        }
+impl<'a> InventoryItem<'a> {
+    pub fn new(sandbox_id: &'a str, routing_domain: Option<&'a str>, operation_key: Option<&'a str>) -> Self {
+        Self { sandbox_id, routing_domain, operation_key }
     }
 }
 
@@ -71,15 +68,15 @@ fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
 /// (the first bad element is named) and normalize: trim, blank optionals
 /// become NULL, duplicates of one identity collapse in first-seen order (a
 /// JavaScript Map's).
-pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgError> {
+pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem<'_>>, ArgError> {
     fn unreadable(e: DecodeError) -> ArgError {
         ArgError::new("inventory", format!("could not be read: {e}"))
     }
     fn text(bytes: &[u8]) -> Result<&str, ArgError> {
         std::str::from_utf8(bytes).map_err(|_| unreadable(DecodeError("a string is not UTF-8")))
     }
-    fn optional<'v>(index: usize, object: &Container<'v>, key: &str) -> Result<Option<&'v str>, ArgError> {
-        match object.get(key.as_bytes()).map_err(unreadable)? {
+    fn optional<'v>(index: usize, value: Option<Item<'v>>, key: &str) -> Result<Option<&'v str>, ArgError> {
+        match value {
             None | Some(Item::Null) => Ok(None),
             Some(Item::String(s)) => blank_is_null(Some(text(s)?)).map(|v| bounded(index, key, v)).transpose(),
             Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", other.kind()))),
@@ -100,7 +97,18 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgEr
             Item::Container(object) if object.kind == Kind::Object => object,
             other => return Err(item_error(index, format!("must be an object, got {}", other.kind()))),
         };
-        let sandbox_id = match object.get(b"sandboxId").map_err(unreadable)? {
+        // One pass over the members (jsonb keys are unique) rather than a lookup per key.
+        let (mut sandbox_id, mut routing_domain, mut operation_key) = (None, None, None);
+        for member in object.members() {
+            let (name, value) = member.map_err(unreadable)?;
+            match name {
+                b"sandboxId" => sandbox_id = Some(value),
+                b"routingDomain" => routing_domain = Some(value),
+                b"operationKey" => operation_key = Some(value),
+                _ => {}
+            }
+        }
+        let sandbox_id = match sandbox_id {
             Some(Item::String(s)) => js_trim(text(s)?),
             None => return Err(item_error(index, "sandboxId is required")),
             Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", other.kind()))),
@@ -109,9 +117,13 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem>, ArgEr
             return Err(item_error(index, "sandboxId is blank"));
         }
         let sandbox_id = bounded(index, "sandboxId", sandbox_id)?;
-        let key = (sandbox_id, optional(index, &object, "routingDomain")?, optional(index, &object, "operationKey")?);
-        if seen.insert(key) {
-            items.push(InventoryItem::new(key.0, key.1, key.2));
+        let item = InventoryItem::new(
+            sandbox_id,
+            optional(index, routing_domain, "routingDomain")?,
+            optional(index, operation_key, "operationKey")?,
+        );
+        if seen.insert(item) {
+            items.push(item);
         }
     }
     Ok(items)
@@ -130,12 +142,12 @@ pub struct InventoryColumns {
 }
 
 impl InventoryColumns {
-    pub fn from_items<'a>(items: impl IntoIterator<Item = &'a InventoryItem>) -> Self {
+    pub fn from_items<'a, 'i: 'a>(items: impl IntoIterator<Item = &'a InventoryItem<'i>>) -> Self {
         let mut columns = Self::default();
         for item in items {
-            columns.sandbox_ids.push(Some(item.sandbox_id.clone()));
-            columns.routing_domains.push(item.routing_domain.clone());
-            columns.operation_keys.push(item.operation_key.clone());
+            columns.sandbox_ids.push(Some(item.sandbox_id.to_owned()));
+            columns.routing_domains.push(item.routing_domain.map(str::to_owned));
+            columns.operation_keys.push(item.operation_key.map(str::to_owned));
         }
         columns
     }
@@ -146,14 +158,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// An item as the tests compare it (owned: the parsed ones borrow from bytes the helper drops).
+    type Owned = (String, Option<String>, Option<String>);
+
     /// The inventory from JSON text, through its jsonb binary form.
-    fn parse_inventory(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
+    fn parse_inventory(text: &str) -> Result<Vec<Owned>, ArgError> {
         let value: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
-        parse_inventory_jsonb(&crate::jsonb::encode::encode(&value))
+        let bytes = crate::jsonb::encode::encode(&value);
+        Ok(parse_inventory_jsonb(&bytes)?.iter().map(|i| item(i.sandbox_id, i.routing_domain, i.operation_key)).collect())
     }
 
-    fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {
-        InventoryItem::new(sandbox, domain, key)
+    fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> Owned {
+        (sandbox.to_owned(), domain.map(str::to_owned), key.map(str::to_owned))
     }
 
     #[test]
@@ -214,11 +230,11 @@ mod tests {
     }
 
     /// The rules restated naively, over serde_json's reading of the text.
-    fn naive(text: &str) -> Result<Vec<InventoryItem>, ArgError> {
+    fn naive(text: &str) -> Result<Vec<Owned>, ArgError> {
         use crate::args::json_kind;
         use serde_json::Value;
         let elements: Vec<Value> = serde_json::from_str(text).unwrap();
-        let mut items: Vec<InventoryItem> = Vec::new();
+        let mut items: Vec<Owned> = Vec::new();
         for (index, element) in elements.iter().enumerate() {
             let Value::Object(object) = element else {
                 return Err(item_error(index, format!("must be an object, got {}", json_kind(element))));
@@ -234,7 +250,7 @@ mod tests {
                 Some(Value::String(s)) => Ok(Some(js_trim(s)).filter(|t| !t.is_empty())),
                 Some(other) => Err(item_error(index, format!("{key} must be a string or null, got {}", json_kind(other)))),
             };
-            let item = InventoryItem::new(sandbox_id, optional("routingDomain")?, optional("operationKey")?);
+            let item = item(sandbox_id, optional("routingDomain")?, optional("operationKey")?);
             if !items.contains(&item) {
                 items.push(item);
             }

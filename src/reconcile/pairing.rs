@@ -51,7 +51,7 @@ pub struct Ownership {
 
 /// `reserved_labels` holds one label per reserved production create with an
 /// open lease (a label repeats when several creates carry it).
-pub fn ownership(items: &[InventoryItem], reserved_labels: &[&str]) -> Ownership {
+pub fn ownership(items: &[InventoryItem<'_>], reserved_labels: &[&str]) -> Ownership {
     // label -> (reserved creates carrying it, items carrying it). Only labels
     // of reserved creates matter, so the map stays as small as they are few.
     let mut labels: FastMap<&str, (i64, i64)> =
@@ -61,7 +61,7 @@ pub fn ownership(items: &[InventoryItem], reserved_labels: &[&str]) -> Ownership
     }
     let mut reserved_rows = 0;
     for item in items {
-        if let Some(counts) = item.operation_key.as_deref().and_then(|label| labels.get_mut(label)) {
+        if let Some(counts) = item.operation_key.and_then(|label| labels.get_mut(label)) {
             counts.1 += 1;
             reserved_rows += counts.0;
         }
@@ -69,7 +69,7 @@ pub fn ownership(items: &[InventoryItem], reserved_labels: &[&str]) -> Ownership
     // Owned: the item's label is on a reserved create and on no other item.
     let owned = items
         .iter()
-        .map(|item| item.operation_key.as_deref().and_then(|label| labels.get(label)).is_some_and(|c| c.1 == 1))
+        .map(|item| item.operation_key.and_then(|label| labels.get(label)).is_some_and(|c| c.1 == 1))
         .collect();
     Ownership { owned, reserved_rows }
 }
@@ -88,7 +88,7 @@ pub struct Pairing {
 
 /// Pair items and operations: same sandbox id and `routing_domain IS NOT
 /// DISTINCT FROM`. An operation without a sandbox id matches nothing.
-pub fn pair(items: &[InventoryItem], owned: &[bool], operations: &Operations) -> Pairing {
+pub fn pair(items: &[InventoryItem<'_>], owned: &[bool], operations: &Operations) -> Pairing {
     const NONE: usize = usize::MAX;
     // identity -> first operation; `next` chains further operations with the
     // same identity (a schema without the unique identity key may have them).
@@ -107,7 +107,7 @@ pub fn pair(items: &[InventoryItem], owned: &[bool], operations: &Operations) ->
     let mut pairs = Vec::with_capacity(items.len());
     let mut unmatched = Vec::new();
     for (item_index, item) in items.iter().enumerate() {
-        let mut operation = first.get(&(item.sandbox_id.as_str(), item.routing_domain.as_deref())).copied().unwrap_or(NONE);
+        let mut operation = first.get(&(item.sandbox_id, item.routing_domain)).copied().unwrap_or(NONE);
         if operation == NONE && !owned[item_index] {
             unmatched.push(item_index);
         }
@@ -348,7 +348,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn item(sandbox: &str, domain: Option<&str>, key: Option<&str>) -> InventoryItem {
+    fn item<'a>(sandbox: &'a str, domain: Option<&'a str>, key: Option<&'a str>) -> InventoryItem<'a> {
         InventoryItem::new(sandbox, domain, key)
     }
 
@@ -464,7 +464,7 @@ mod tests {
         let mut pairs = Vec::new();
         for (i, it) in items.iter().enumerate() {
             for j in 0..ops.len() {
-                if ops.sandbox_ids[j] == Some(it.sandbox_id.as_str()) && ops.routing_domains[j] == it.routing_domain.as_deref() {
+                if ops.sandbox_ids[j] == Some(it.sandbox_id) && ops.routing_domains[j] == it.routing_domain {
                     pairs.push((i, j));
                 }
             }
@@ -547,11 +547,12 @@ mod tests {
             reserved in proptest::collection::vec(0usize..5, 0..6),
         ) {
             const LABELS: [&str; 5] = ["k0", "k1", "k2", "k3", "k4"];
-            let items: Vec<InventoryItem> = item_labels.iter().enumerate()
-                .map(|(i, l)| item(&format!("sb{i}"), None, l.map(|l| LABELS[l]))).collect();
+            let names: Vec<String> = (0..item_labels.len()).map(|i| format!("sb{i}")).collect();
+            let items: Vec<InventoryItem> = item_labels.iter().zip(&names)
+                .map(|(l, name)| item(name, None, l.map(|l| LABELS[l]))).collect();
             let reserved: Vec<&str> = reserved.iter().map(|&l| LABELS[l]).collect();
             let owner = ownership(&items, &reserved);
-            let on_items = |label: &str| items.iter().filter(|i| i.operation_key.as_deref() == Some(label)).count();
+            let on_items = |label: &str| items.iter().filter(|i| i.operation_key == Some(label)).count();
             let on_creates = |label: &str| reserved.iter().filter(|&&r| r == label).count() as i64;
             let expected: Vec<bool> = items.iter()
                 .map(|i| i.operation_key.as_deref().is_some_and(|l| on_creates(l) > 0 && on_items(l) == 1)).collect();

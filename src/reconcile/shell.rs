@@ -78,8 +78,8 @@ pub(crate) fn validate_options(
 }
 
 /// The listing a run reconciles the ledger against.
-pub(crate) struct Listing {
-    pub items: Vec<InventoryItem>,
+pub(crate) struct Listing<'a> {
+    pub items: Vec<InventoryItem<'a>>,
     /// Operations recorded after this are never called absent; None: absence
     /// is not looked at (too few snapshots to confirm it).
     pub absent_before: Option<TimestampWithTimeZone>,
@@ -87,9 +87,8 @@ pub(crate) struct Listing {
     pub confirming: Vec<i64>,
 }
 
-/// Validate the inventory and its capture time, before anything runs.
-fn validate_listing(inventory: Option<JsonbBytes>, inventory_captured_at: Option<TimestampWithTimeZone>) -> Listing {
-    let inventory = check(summary::required("inventory", inventory));
+/// Validate the inventory (given: `required` checked it) and its capture time, before anything runs.
+fn validate_listing(inventory: &JsonbBytes, inventory_captured_at: Option<TimestampWithTimeZone>) -> Listing<'_> {
     let items = check(parse_inventory_jsonb(inventory.as_bytes()));
     let captured_at = check(summary::required("inventory_captured_at", inventory_captured_at));
     check(summary::captured_at(pg_sys::TimestampTz::from(captured_at)));
@@ -135,7 +134,8 @@ fn reconcile(
     ledger_schema: Option<Name>,
     max_absent_ratio: Option<f32>,
 ) -> PgHeapTuple<'static, AllocatedByRust> {
-    let listing = validate_listing(inventory, inventory_captured_at);
+    let inventory = check(summary::required("inventory", inventory));
+    let listing = validate_listing(&inventory, inventory_captured_at);
     let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
     let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
     let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
@@ -297,7 +297,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     if !items.is_empty() {
         summary.matched_live_sandboxes = pairs.pairs.len() as i64;
         summary.unmatched_provider_sandbox_ids =
-            pairs.unmatched.iter().map(|&i| items[i].sandbox_id.clone()).collect();
+            pairs.unmatched.iter().map(|&i| items[i].sandbox_id.to_owned()).collect();
         summary.measured(Phase::MatchProviderInventory, elapsed_ms(started), summary.matched_live_sandboxes);
     }
 
