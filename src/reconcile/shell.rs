@@ -6,7 +6,7 @@
 //! at the end.
 
 use super::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
-use super::pairing::{self, Deleted, Lease};
+use super::pairing;
 use super::reach::{self, DeletedReach};
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, SchemaName};
@@ -668,18 +668,29 @@ const RELEASED_BY_KEY: &str = include_str!("../../sql/queries/reconcile/released
 /// Text columns of one read; rows borrow from them.
 type Texts<'t> = Option<Array<'t, &'t str>>;
 
-/// One read's first N result columns (text arrays).
-struct Columns<'t, const N: usize>([Texts<'t>; N]);
+/// One read's first N result columns (text arrays), each turned into a
+/// vector of its strings once, when read.
+struct Columns<'t, const N: usize> {
+    /// The arrays the strings point into (an Array that had to be detoasted
+    /// frees its copy when dropped: kept as long as the strings are).
+    _arrays: [Texts<'t>; N],
+    columns: [Vec<Option<&'t str>>; N],
+}
 
 impl<'t, const N: usize> Columns<'t, N> {
     fn read(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> Self {
         let (table, _) = execute(client, sql, params);
         let table = table.first();
-        Columns(std::array::from_fn(|c| table.get::<Array<'t, &'t str>>(c + 1).read_value()))
+        let arrays: [Texts<'t>; N] = std::array::from_fn(|c| table.get::<Array<'t, &'t str>>(c + 1).read_value());
+        // SAFETY: the strings point into the arrays' data, PostgreSQL memory that neither moves with the
+        // Array values nor is freed before them (SPI's until the connection ends, or a detoasted copy the
+        // Array frees when dropped); both live in this value, the arrays dropped last.
+        let columns = arrays.each_ref().map(|a| unsafe { std::mem::transmute::<Vec<Option<&str>>, Vec<Option<&'t str>>>(texts(a)) });
+        Columns { _arrays: arrays, columns }
     }
 
-    fn columns(&self) -> [Vec<Option<&str>>; N] {
-        self.0.each_ref().map(texts)
+    fn columns(&self) -> &[Vec<Option<&'t str>>; N] {
+        &self.columns
     }
 }
 
@@ -711,13 +722,15 @@ pub(crate) struct Capacity<'t> {
     reach: Option<(bool, DeletedReach)>,
     /// Which history tables have install_ledger's bytewise index (decided with `reach`).
     by_key: ByKey,
-    /// The open leases (lease id, sandbox, routing domain, run), when the
-    /// first pass read them.
-    open: Option<Columns<'t, 4>>,
+    /// The open leases (lease id, sandbox, routing domain), when the first
+    /// pass read them.
+    open: Option<Columns<'t, 3>>,
     /// Deleted cleanups read (sandbox, routing domain, run): all of them, or
     /// those of the open leases' sandboxes and of `probed`.
     deleted: Vec<Columns<'t, 3>>,
     probed: FastSet<String>,
+    /// The sandboxes whose deleted cleanups the first pass probed, distinct, in byte order.
+    first_probed: Vec<&'t str>,
     /// The leases recovery bound (the second pass re-checks them; rows read
     /// before recovery are stale for them).
     bound: Vec<String>,
@@ -732,6 +745,7 @@ impl<'t> Capacity<'t> {
             open: None,
             deleted: Vec::new(),
             probed: FastSet::default(),
+            first_probed: Vec::new(),
             bound: Vec::new(),
         }
     }
@@ -757,29 +771,20 @@ impl<'t> Capacity<'t> {
         if deleted_reach == DeletedReach::Few {
             return run_count(client, &ledger.sql(RELEASE_FROM_CLEANUPS), &[clock()]);
         }
-        let open = planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<4>::read(client, &ledger.sql(OPEN_LEASES), &[]));
+        let open = planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<3>::read(client, &ledger.sql(OPEN_LEASES), &[]));
         let deleted = if deleted_reach == DeletedReach::Whole {
             Columns::<3>::read(client, &ledger.sql(DELETED), &[])
         } else {
             let [_, sandboxes, ..] = open.columns();
-            let ids = distinct(sandboxes.iter().map(|s| s.unwrap_or_default()));
-            self.deleted_of(client, ledger, ids)
+            self.first_probed = distinct(sandboxes.iter().map(|s| s.unwrap_or_default()));
+            self.deleted_of(client, ledger, self.first_probed.clone())
+        };
+        let terminal: Vec<&str> = {
+            let ([ids, sandboxes, _], [deleted_sandboxes, ..]) = (open.columns(), deleted.columns());
+            pairing::terminal_candidates(ids, sandboxes, deleted_sandboxes)
         };
         self.open = Some(open);
         self.deleted.push(deleted);
-        let terminal: Vec<&str> = {
-            let [ids, sandboxes, domains, runs] = self.open.as_ref().expect("just read").columns();
-            let open: Vec<Lease> = (0..ids.len())
-                .map(|i| Lease {
-                    lease_id: ids[i].unwrap_or_default(),
-                    sandbox_id: sandboxes[i].unwrap_or_default(),
-                    routing_domain: domains[i],
-                    run_id: runs[i],
-                })
-                .collect();
-            let deleted = self.deleted_rows();
-            pairing::terminal_leases(&open, &deleted)
-        };
         if terminal.is_empty() {
             return 0;
         }
@@ -807,19 +812,6 @@ impl<'t> Capacity<'t> {
     fn deleted_of(&self, client: &mut SpiClient, ledger: &Ledger, sandboxes: Vec<&str>) -> Columns<'t, 3> {
         let sql = if self.by_key.deleted { DELETED_BY_KEY } else { DELETED_PROBED };
         planned(client, PLAIN_PROBES, |client| Columns::read(client, &ledger.sql(sql), &[sandboxes.into()]))
-    }
-
-    fn deleted_rows(&self) -> Vec<Deleted<'_>> {
-        let mut rows = Vec::new();
-        for read in &self.deleted {
-            let [sandboxes, domains, runs] = read.columns();
-            rows.extend((0..sandboxes.len()).map(|i| Deleted {
-                sandbox_id: sandboxes[i].unwrap_or_default(),
-                routing_domain: domains[i],
-                run_id: runs[i],
-            }));
-        }
-        rows
     }
 
     /// The capacity inspection: the open leases of the matched sandboxes;
@@ -851,18 +843,17 @@ impl<'t> Capacity<'t> {
             }));
         }
         let first_pass = if reuse_open { self.open.as_ref().map(Columns::columns) } else { None };
-        let open_columns: Vec<[Vec<Option<&str>>; 2]> = open_reads.iter().map(Columns::columns).collect();
         let whole_columns = whole.as_ref().map(Columns::columns);
         let bound: FastSet<&str> = self.bound.iter().map(String::as_str).collect();
         let mut open = pairing::Identities::default();
         let mut released = pairing::Identities::default();
-        if let Some([ids, sandboxes, domains, _]) = &first_pass {
+        if let Some([ids, sandboxes, domains]) = first_pass {
             for i in (0..ids.len()).filter(|&i| !bound.contains(ids[i].unwrap_or_default())) {
                 open.sandbox_ids.push(sandboxes[i]);
                 open.routing_domains.push(domains[i]);
             }
         }
-        for [sandboxes, domains] in &open_columns {
+        for [sandboxes, domains] in open_reads.iter().map(Columns::columns) {
             open.sandbox_ids.extend(sandboxes);
             open.routing_domains.extend(domains);
         }
@@ -894,12 +885,9 @@ impl<'t> Capacity<'t> {
             DeletedReach::Whole => {}
             DeletedReach::Probed => {
                 let missing: Vec<&str> = {
-                    let mut covered: FastSet<&str> = self.probed.iter().map(String::as_str).collect();
-                    if let Some(first) = &self.open {
-                        let [_, sandboxes, ..] = first.columns();
-                        covered.extend(sandboxes.iter().map(|s| s.unwrap_or_default()));
-                    }
-                    inspected.iter().copied().filter(|id| !covered.contains(id)).collect()
+                    let first = &self.first_probed;
+                    let covered = |id: &str| first.binary_search(&id).is_ok() || self.probed.contains(id);
+                    inspected.iter().copied().filter(|id| !covered(id)).collect()
                 };
                 if !missing.is_empty() {
                     deleted_reads.push(self.deleted_of(client, ledger, missing.clone()));
@@ -914,9 +902,7 @@ impl<'t> Capacity<'t> {
             released.routing_domains.extend(domains);
         }
         let mut deleted = pairing::Identities::default();
-        let deleted_columns: Vec<[Vec<Option<&str>>; 3]> =
-            self.deleted.iter().chain(&deleted_reads).map(Columns::columns).collect();
-        for [sandboxes, domains, _] in &deleted_columns {
+        for [sandboxes, domains, _] in self.deleted.iter().chain(&deleted_reads).map(Columns::columns) {
             deleted.sandbox_ids.extend(sandboxes);
             deleted.routing_domains.extend(domains);
         }
