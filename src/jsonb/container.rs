@@ -191,6 +191,29 @@ impl<'a> Container<'a> {
         })
     }
 
+    /// An object's members in storage order, handed to `member` (key, value)
+    /// in one loop over its entries: each key starts where the last ended,
+    /// each value where the last value ended (no iterator per member).
+    pub fn for_each_member(
+        &self,
+        mut member: impl FnMut(&'a [u8], Item<'a>) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        if self.kind != Kind::Object {
+            return Ok(());
+        }
+        let (mut key_start, mut value_start) = (0, self.start(self.count)?);
+        for i in 0..self.count {
+            let (key, key_end) = self.child_at(i, key_start)?;
+            let (value, value_end) = self.child_at(self.count + i, value_start)?;
+            (key_start, value_start) = (key_end, value_end);
+            match key {
+                Item::String(key) => member(key, value)?,
+                _ => return Err(DecodeError("object key is not a string")),
+            }
+        }
+        Ok(())
+    }
+
     /// An object's member `key` (`None`: absent, or not an object).
     pub fn get(&self, key: &[u8]) -> Result<Option<Item<'a>>, DecodeError> {
         if self.kind != Kind::Object {
@@ -280,6 +303,13 @@ mod tests {
                 })
                 .collect();
             assert_eq!(read.len(), 70, "stride {stride}");
+            let mut looped = Vec::new();
+            root.for_each_member(|k, v| {
+                looped.push((k.to_vec(), if let Item::String(v) = v { v.to_vec() } else { panic!("{v:?}") }));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(looped, read, "stride {stride}");
             for (i, (key, value)) in read.iter().enumerate() {
                 assert_eq!(key, format!("k{i:02}").as_bytes(), "stride {stride}");
                 assert_eq!(value, format!("v{i}").as_bytes(), "stride {stride}");
@@ -305,6 +335,7 @@ mod tests {
         for len in 0..bytes.len() {
             if let Ok(root) = Container::read(&bytes[..len]) {
                 let _ = root.members().count();
+                let _ = root.for_each_member(|_, _| Ok(()));
                 let _ = root.get(b"long key");
                 let _ = root.elements().count();
             }

@@ -99,15 +99,17 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem<'_>>, A
         };
         // One pass over the members (jsonb keys are unique) rather than a lookup per key.
         let (mut sandbox_id, mut routing_domain, mut operation_key) = (None, None, None);
-        for member in object.members() {
-            let (name, value) = member.map_err(unreadable)?;
-            match name {
-                b"sandboxId" => sandbox_id = Some(value),
-                b"routingDomain" => routing_domain = Some(value),
-                b"operationKey" => operation_key = Some(value),
-                _ => {}
-            }
-        }
+        object
+            .for_each_member(|name, value| {
+                match name {
+                    b"sandboxId" => sandbox_id = Some(value),
+                    b"routingDomain" => routing_domain = Some(value),
+                    b"operationKey" => operation_key = Some(value),
+                    _ => {}
+                }
+                Ok(())
+            })
+            .map_err(unreadable)?;
         let sandbox_id = match sandbox_id {
             Some(Item::String(s)) => js_trim(text(s)?),
             None => return Err(item_error(index, "sandboxId is required")),
