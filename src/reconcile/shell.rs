@@ -282,13 +282,11 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     // Read through a bitmap of the current-operations index, in heap order.
     let (table, _) = planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[]));
     let table = table.first();
-    let column = |c: usize| table.get::<Array<&str>>(c).read_value();
-    let (keys, sandbox_ids, routing_domains) = (column(1), column(2), column(3));
-    let live = table.get::<Array<bool>>(4).read_value();
+    let live = table.get::<Array<bool>>(7).read_value();
     let operations = pairing::Operations {
-        operation_keys: texts(&keys).into_iter().map(|k| k.unwrap_or_default()).collect(),
-        sandbox_ids: texts(&sandbox_ids),
-        routing_domains: texts(&routing_domains),
+        operation_keys: cut(&table, 1).into_iter().map(|k| k.unwrap_or_default()).collect(),
+        sandbox_ids: cut(&table, 3),
+        routing_domains: cut(&table, 5),
         live: live.iter().flat_map(|a| a.iter().map(|v| v.unwrap_or(false))).collect(),
     };
     let live_operations = operations.live.iter().filter(|&&live| live).count() as i64;
@@ -530,11 +528,6 @@ fn find_absent<'conn>(
     (table, elapsed_ms(started))
 }
 
-/// A text[] column as borrowed strings (NULL array: no rows).
-fn texts<'a>(array: &'a Option<Array<'_, &str>>) -> Vec<Option<&'a str>> {
-    array.iter().flat_map(|a| a.iter()).collect()
-}
-
 fn elapsed_ms(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1000.0
 }
@@ -665,33 +658,44 @@ const DELETED_PROBED: &str = include_str!("../../sql/queries/reconcile/deleted_p
 const DELETED_BY_KEY: &str = include_str!("../../sql/queries/reconcile/deleted_by_key.sql");
 const RELEASED_BY_KEY: &str = include_str!("../../sql/queries/reconcile/released_by_key.sql");
 
-/// Text columns of one read; rows borrow from them.
-type Texts<'t> = Option<Array<'t, &'t str>>;
-
-/// One read's first N result columns (text arrays), each turned into a
-/// vector of its strings once, when read.
-struct Columns<'t, const N: usize> {
-    /// The arrays the strings point into (an Array that had to be detoasted
-    /// frees its copy when dropped: kept as long as the strings are).
-    _arrays: [Texts<'t>; N],
-    columns: [Vec<Option<&'t str>>; N],
-}
+/// One read's N text columns, each written by the statement as two result
+/// columns (`cut` reads them).
+struct Columns<'t, const N: usize>([Vec<Option<&'t str>>; N]);
 
 impl<'t, const N: usize> Columns<'t, N> {
     fn read(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> Self {
         let (table, _) = execute(client, sql, params);
         let table = table.first();
-        let arrays: [Texts<'t>; N] = std::array::from_fn(|c| table.get::<Array<'t, &'t str>>(c + 1).read_value());
-        // SAFETY: the strings point into the arrays' data, PostgreSQL memory that neither moves with the
-        // Array values nor is freed before them (SPI's until the connection ends, or a detoasted copy the
-        // Array frees when dropped); both live in this value, the arrays dropped last.
-        let columns = arrays.each_ref().map(|a| unsafe { std::mem::transmute::<Vec<Option<&str>>, Vec<Option<&'t str>>>(texts(a)) });
-        Columns { _arrays: arrays, columns }
+        Columns(std::array::from_fn(|c| cut(&table, 2 * c + 1)))
     }
 
     fn columns(&self) -> &[Vec<Option<&'t str>>; N] {
-        &self.columns
+        &self.0
     }
+}
+
+/// A text column read as `string_agg(x, ''), array_agg(octet_length(x))`
+/// (result columns `c` and `c + 1`): its values cut from the one string by
+/// their lengths, NULL where the length is. PostgreSQL builds that string and
+/// an array of integers for a third of what an array of 100k texts costs it
+/// (each element copied twice). The string is copied out of SPI's memory
+/// into the call's, where it stays until the call returns.
+fn cut<'t>(table: &SpiTupleTable, c: usize) -> Vec<Option<&'t str>> {
+    let joined: &'t str = table.get::<&'t str>(c).read_value().unwrap_or_default();
+    let lengths = table.get::<Array<i32>>(c + 1).read_value();
+    let mut values = Vec::with_capacity(lengths.as_ref().map_or(0, |l| l.len()));
+    let mut at = 0usize;
+    for length in lengths.iter().flat_map(|l| l.iter()) {
+        values.push(length.map(|length| {
+            let end = at + length as usize;
+            let value = joined.get(at..end).unwrap_or_else(|| {
+                error!("runtime_sandbox: a statement's result could not be read: column {c} is shorter than its lengths")
+            });
+            at = end;
+            value
+        }));
+    }
+    values
 }
 
 /// Distinct sandbox ids, in byte order (neighbouring probes share index pages).

@@ -4,7 +4,11 @@
 -- second equality lets a ledger without it use its own index; both mean the
 -- same in a deterministic collation). OFFSET 0 keeps the lateral from
 -- becoming a join over the whole table.
-SELECT array_agg(cleanup.sandbox_id::text), array_agg(cleanup.routing_domain::text), array_agg(cleanup.run_id::text)
+-- Each text column comes as its values run together and their lengths
+-- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+SELECT string_agg(cleanup.sandbox_id::text, ''), array_agg(octet_length(cleanup.sandbox_id::text)),
+       string_agg(cleanup.routing_domain::text, ''), array_agg(octet_length(cleanup.routing_domain::text)),
+       string_agg(cleanup.run_id::text, ''), array_agg(octet_length(cleanup.run_id::text))
 FROM unnest($1::text[]) AS probe(sandbox_id)
 CROSS JOIN LATERAL (
     SELECT cleanup.sandbox_id, cleanup.routing_domain, cleanup.run_id

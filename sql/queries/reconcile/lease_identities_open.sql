@@ -2,7 +2,10 @@
 -- the current fleet's, through a bitmap of their partial index (the table is
 -- large next to the listing; the shell turns off whole-table scans,
 -- settings.sql).
-SELECT array_agg(sandbox_id::text), array_agg(routing_domain::text)
+-- Each text column comes as its values run together and their lengths
+-- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+SELECT string_agg(sandbox_id::text, ''), array_agg(octet_length(sandbox_id::text)),
+       string_agg(routing_domain::text, ''), array_agg(octet_length(routing_domain::text))
 FROM @ledger@.runtime_sandbox_capacity_leases
 WHERE provider = 'daytona'
   AND sandbox_id IS NOT NULL

@@ -3,7 +3,11 @@
 -- turns off whole-table scans, settings.sql): the current fleet's, whatever
 -- the history. Their runs are not read: release_terminal_capacity.sql
 -- compares them for the few whose sandbox has a deleted cleanup.
-SELECT array_agg(lease_id::text), array_agg(sandbox_id::text), array_agg(routing_domain::text)
+-- Each text column comes as its values run together and their lengths
+-- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+SELECT string_agg(lease_id::text, ''), array_agg(octet_length(lease_id::text)),
+       string_agg(sandbox_id::text, ''), array_agg(octet_length(sandbox_id::text)),
+       string_agg(routing_domain::text, ''), array_agg(octet_length(routing_domain::text))
 FROM @ledger@.runtime_sandbox_capacity_leases
 WHERE provider = 'daytona'
   AND sandbox_id IS NOT NULL

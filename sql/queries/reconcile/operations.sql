@@ -1,10 +1,15 @@
--- The live and deleting production Daytona operations, as a few columns of
--- arrays: what the match, the fail-closed check and the lone live operations
+-- The live and deleting production Daytona operations, as a few columns:
+-- what the match, the fail-closed check and the lone live operations
 -- are computed from (Rust pairs them with the inventory in hash maps,
 -- src/reconcile/pairing.rs). Only current operations are read, through a
 -- bitmap of the current-operations index (the shell turns off the scans that
 -- read the whole table, settings.sql); the deleted history never is.
-SELECT array_agg(operation_key::text), array_agg(sandbox_id::text), array_agg(routing_domain::text), array_agg(state = 'live')
+-- Each text column comes as its values run together and their lengths
+-- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+SELECT string_agg(operation_key::text, ''), array_agg(octet_length(operation_key::text)),
+       string_agg(sandbox_id::text, ''), array_agg(octet_length(sandbox_id::text)),
+       string_agg(routing_domain::text, ''), array_agg(octet_length(routing_domain::text)),
+       array_agg(state = 'live')
 FROM @ledger@.runtime_sandbox_operations
 WHERE provider = 'daytona'
   AND environment = 'production'
