@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # reconcile_daytona at n = 1k, 10k, 100k synthetic sandboxes: dry-run and
 # apply times against a bare hash join of the same inventory with the
-# operations table, measured in the same run (best of 3 each).
+# operations table, measured in the same run (best of ROUNDS each, default 5).
 # Usage: bench/reconcile.sh "<psql command>" [n ...]
 # MIX=steady (default): a recurring run on a settled ledger (1% lost creates,
 # 2% unleased, 2% absent, 2% terminal, 10% deleting). MIX=migration: the first
@@ -23,6 +23,8 @@ if [ ${#SIZES[@]} -eq 0 ]; then
 fi
 DIR=$(cd "$(dirname "$0")" && pwd)/reconcile
 DB=runtime_sandbox_bench_reconcile
+# Calls per figure, the fastest kept (3 left the history ratios moving by 0.15 between runs).
+ROUNDS=${ROUNDS:-5}
 case ${MIX:-steady} in
   steady)    MIXVARS=(-v reserved=1 -v unleased=2 -v absent=2 -v terminal=2 -v deleting=10) ;;
   migration) MIXVARS=(-v reserved=5 -v unleased=10 -v absent=10 -v terminal=5 -v deleting=10) ;;
@@ -61,12 +63,12 @@ bench_lines() {
 PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 $PSQL -q -v ON_ERROR_STOP=1 $DB -c "CREATE EXTENSION runtime_sandbox" >/dev/null
 
-echo "reconcile_daytona, ${MIX:-steady} mix: best of 3, milliseconds (targets at 100k: apply <= 5x join, dry <= 2x join; t(100k)/t(10k) <= 11)"
+echo "reconcile_daytona, ${MIX:-steady} mix: best of $ROUNDS, milliseconds (targets at 100k: apply <= 5x join, dry <= 2x join; t(100k)/t(10k) <= 11)"
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT
 for n in "${SIZES[@]}"; do
     $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" "${MIXVARS[@]}" $DB -f "$DIR/ledger.sql" >/dev/null
-    $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql" | tee -a "$RESULTS" \
+    $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds="$ROUNDS" -A -t -F ' ' $DB -f "$DIR/measure.sql" | tee -a "$RESULTS" \
         | awk '{printf "n=%-7s join %9s  dry %9s (%5sx)  apply %9s (%5sx)\n", $1, $2, $3, $5, $4, $6}'
 done
 # Growth from 10k to 100k (apply and dry run), when both sizes ran.
@@ -90,12 +92,12 @@ HISTORY=${HISTORY-10 50}
 if [ -n "$HISTORY" ]; then
     n=${HISTORY_N:-$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)}
     $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" "${MIXVARS[@]}" $DB -f "$DIR/ledger.sql" >/dev/null
-    without=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql")
+    without=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds="$ROUNDS" -A -t -F ' ' $DB -f "$DIR/measure.sql")
     added=0
     for h in $HISTORY; do
         $PSQL -q -v ON_ERROR_STOP=1 -v s=$((n * added)) -v h=$((n * (h - added))) $DB -f "$DIR/history.sql" >/dev/null
         added=$h
-        with=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql")
+        with=$($PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds="$ROUNDS" -A -t -F ' ' $DB -f "$DIR/measure.sql")
         target=$([ "$h" -le 10 ] && echo 1.3 || echo 1.5)
         suffix=$([ "$h" -eq 10 ] && echo "" || echo ".${h}x")
         echo "$without" "$with" | awk -v h="$h" -v t="$target" '{printf "history %sx at n=%s: apply %s ms vs %s ms without (%.2fx), dry %s vs %s (%.2fx); targets <= %sx\n", h, $1, $10, $4, $10 / $4, $9, $3, $9 / $3, t}'
@@ -126,7 +128,7 @@ if [ -n "$NOSTATS_SIZES" ]; then
             if [ "$stats" = analyzed ]; then
                 $PSQL -q -v ON_ERROR_STOP=1 $DB -c "ANALYZE" >/dev/null
             fi
-            $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds=3 -A -t -F ' ' $DB -f "$DIR/measure.sql" \
+            $PSQL -q -v ON_ERROR_STOP=1 -v n="$n" -v rounds="$ROUNDS" -A -t -F ' ' $DB -f "$DIR/measure.sql" \
                 | sed "s/\$/ $stats/" | tee -a "$NOSTATS" \
                 | awk '{printf "n=%-7s %-8s join %9s  dry %9s (%5sx)  apply %9s (%5sx)\n", $1, $7, $2, $3, $5, $4, $6}'
         done

@@ -711,6 +711,39 @@ fn run_count(client: &mut SpiClient, sql: &str, params: &[DatumWithOid]) -> i64 
     table.first().get::<i64>(1).read_value().unwrap_or(0)
 }
 
+/// Read history rows of `sandboxes` by one index scan keyed by all of them
+/// (`sql.0`) where the ledger has install_ledger's index (`by_key`) and the
+/// planner keys that scan by them, else by one probe per sandbox (`sql.1`);
+/// plain index scans either way. The plan is looked at first: without
+/// statistics the planner may rather walk another index of the table (the
+/// application's own, or the one on (provider, sandbox_id)) and test every
+/// entry against the whole array, one comparison per key (2.2 s for 10k keys
+/// on a never-analyzed 22k-row table).
+fn by_key_or_probed<'t, const N: usize>(
+    client: &mut SpiClient,
+    ledger: &Ledger,
+    by_key: bool,
+    sql: (&str, &str),
+    sandboxes: Vec<&str>,
+) -> Columns<'t, N> {
+    planned(client, PLAIN_PROBES, |client| {
+        let keyed = by_key && {
+            let (plan, _) = execute(client, &format!("EXPLAIN (COSTS OFF) {}", ledger.sql(sql.0)), &[sandboxes.clone().into()]);
+            let lines: Vec<String> = plan.filter_map(|row| row.get::<String>(1).read_value()).collect();
+            keyed_by_the_array(&lines)
+        };
+        Columns::read(client, &ledger.sql(if keyed { sql.0 } else { sql.1 }), &[sandboxes.into()])
+    })
+}
+
+/// Whether a plan (EXPLAIN's text lines) applies its `= ANY` array only as an
+/// index condition: no scan of the whole table, no row tested against it.
+fn keyed_by_the_array(plan: &[String]) -> bool {
+    let condition = |line: &String| line.trim_start().starts_with("Index Cond:") && line.contains("ANY");
+    plan.iter().any(condition)
+        && !plan.iter().any(|line| line.contains("Seq Scan") || (line.trim_start().starts_with("Filter:") && line.contains("ANY")))
+}
+
 /// Whether the deleted cleanups and the released leases are probed by one
 /// index scan keyed by all the sandboxes (capacity_sizes.sql).
 #[derive(Default, Clone, Copy)]
@@ -814,8 +847,7 @@ impl<'t> Capacity<'t> {
     /// scan keyed by all of them where the ledger has install_ledger's
     /// bytewise index, else a probe per sandbox; plain index scans either way.
     fn deleted_of(&self, client: &mut SpiClient, ledger: &Ledger, sandboxes: Vec<&str>) -> Columns<'t, 3> {
-        let sql = if self.by_key.deleted { DELETED_BY_KEY } else { DELETED_PROBED };
-        planned(client, PLAIN_PROBES, |client| Columns::read(client, &ledger.sql(sql), &[sandboxes.into()]))
+        by_key_or_probed(client, ledger, self.by_key.deleted, (DELETED_BY_KEY, DELETED_PROBED), sandboxes)
     }
 
     /// The capacity inspection: the open leases of the matched sandboxes;
@@ -873,8 +905,8 @@ impl<'t> Capacity<'t> {
         // Released leases of the inspected sandboxes, probed (a long history).
         let released_read = (!leases_whole && !inspected.is_empty()).then(|| {
             // Plain index probes, not a bitmap each (settings.sql).
-            let sql = if self.by_key.released { RELEASED_BY_KEY } else { RELEASED_LEASE_IDENTITIES };
-            planned(client, PLAIN_PROBES, |client| Columns::<2>::read(client, &ledger.sql(sql), &[inspected.clone().into()]))
+            let sql = (RELEASED_BY_KEY, RELEASED_LEASE_IDENTITIES);
+            by_key_or_probed::<2>(client, ledger, self.by_key.released, sql, inspected.clone())
         });
 
         // Deleted cleanups: as the first pass read them (recovery only adds
@@ -911,5 +943,32 @@ impl<'t> Capacity<'t> {
             deleted.routing_domains.extend(domains);
         }
         inspector.finish(&released, &deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keyed_by_the_array;
+
+    fn plan(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn only_an_index_condition_on_the_array_is_keyed() {
+        let keyed = plan(
+            "Aggregate\n  InitPlan 1 (returns $0)\n    ->  Result\n  ->  Index Scan using sandbox_cleanup_jobs_v2_terminal_idx on sandbox_cleanup_jobs_v2 cleanup\n        Index Cond: ((sandbox_id)::text = ANY ($0))",
+        );
+        assert!(keyed_by_the_array(&keyed));
+        // Never analyzed: another index walked by provider, every entry tested against the array.
+        let walked = plan(
+            "Aggregate\n  ->  Index Scan using sandbox_cleanup_jobs_v2_deleted_idx on sandbox_cleanup_jobs_v2 cleanup\n        Index Cond: (provider = 'daytona'::text)\n        Filter: ((deleted_at IS NOT NULL) AND ((sandbox_id)::text = ANY ($0)))",
+        );
+        assert!(!keyed_by_the_array(&walked));
+        let scanned = plan("Aggregate\n  ->  Seq Scan on runtime_sandbox_capacity_leases lease\n        Filter: (sandbox_id = ANY ($0))");
+        assert!(!keyed_by_the_array(&scanned));
+        // Keyed, and the array also tested row by row: still refused.
+        let both = plan("Index Scan using x\n  Index Cond: (sandbox_id = ANY ($0))\n  Filter: (other = ANY ($0))");
+        assert!(!keyed_by_the_array(&both));
     }
 }
