@@ -311,18 +311,18 @@ pub fn inspect<'r>(
 }
 
 /// The open leases the first release pass hands to release_terminal_capacity.sql:
-/// those on a sandbox with a durably deleted cleanup (`deleted`). The statement
-/// releases those whose cleanup also has their routing domain and run (the
-/// application's rule), so the run ids of 100k open leases are never read.
-/// Each lease once, in order.
-pub fn terminal_candidates<'a>(leases: &[Option<&'a str>], sandboxes: &[Option<&str>], deleted: &[Option<&str>]) -> Vec<&'a str> {
-    let deleted: FastSet<&str> = deleted.iter().flatten().copied().collect();
+/// those with a durably deleted cleanup of the same sandbox and routing domain
+/// (`IS NOT DISTINCT FROM`). The statement releases those whose cleanup also
+/// has their run (the application's rule), so the run ids of 100k open leases
+/// are never read. Each lease once, in order.
+pub fn terminal_candidates<'a>(open: [&[Option<&'a str>]; 3], deleted: [&[Option<&str>]; 2]) -> Vec<&'a str> {
+    let [leases, sandboxes, domains] = open;
+    let deleted: FastSet<(&str, Option<&str>)> =
+        deleted[0].iter().zip(deleted[1]).filter_map(|(s, d)| Some(((*s)?, *d))).collect();
     let mut seen = FastSet::default();
-    leases
-        .iter()
-        .zip(sandboxes)
-        .filter(|(_, sandbox)| sandbox.is_some_and(|s| deleted.contains(s)))
-        .filter_map(|(lease, _)| *lease)
+    (0..leases.len())
+        .filter(|&i| sandboxes[i].is_some_and(|s| deleted.contains(&(s, domains[i]))))
+        .filter_map(|i| leases[i])
         .filter(|id| seen.insert(*id))
         .collect()
 }
@@ -502,13 +502,15 @@ mod tests {
     }
 
     #[test]
-    fn terminal_candidates_are_the_open_leases_of_deleted_sandboxes() {
-        let leases = [Some("l1"), Some("l2"), Some("l3"), None, Some("l1"), Some("l5")];
-        let sandboxes = [Some("a"), Some("b"), Some("a"), Some("a"), Some("a"), None];
-        let deleted = [Some("a"), None, Some("c")];
-        // l1 read twice is handed over once; a lease without an id or a sandbox never.
-        assert_eq!(terminal_candidates(&leases, &sandboxes, &deleted), vec!["l1", "l3"]);
-        assert!(terminal_candidates(&leases, &sandboxes, &[]).is_empty());
+    fn terminal_candidates_are_the_open_leases_of_deleted_identities() {
+        let leases = [Some("l1"), Some("l2"), Some("l3"), None, Some("l1"), Some("l5"), Some("l6"), Some("l7")];
+        let sandboxes = [Some("a"), Some("b"), Some("a"), Some("a"), Some("a"), None, Some("a"), Some("c")];
+        let domains = [None, None, None, None, None, None, Some(""), Some("eu")];
+        let open = [&leases[..], &sandboxes[..], &domains[..]];
+        let deleted = [&[Some("a"), None, Some("c")][..], &[None, None, Some("eu")][..]];
+        // l1 read twice is handed over once; a lease without an id or a sandbox never; '' is not NULL (l6).
+        assert_eq!(terminal_candidates(open, deleted), vec!["l1", "l3", "l7"]);
+        assert!(terminal_candidates(open, [&[], &[]]).is_empty());
     }
 
     const NAMES: [&str; 4] = ["a", "b", "c", "d"];

@@ -817,8 +817,8 @@ impl<'t> Capacity<'t> {
             self.deleted_of(client, ledger, self.first_probed.clone())
         };
         let terminal: Vec<&str> = {
-            let ([ids, sandboxes, _], [deleted_sandboxes, ..]) = (open.columns(), deleted.columns());
-            pairing::terminal_candidates(ids, sandboxes, deleted_sandboxes)
+            let ([ids, sandboxes, domains], [deleted_sandboxes, deleted_domains, _]) = (open.columns(), deleted.columns());
+            pairing::terminal_candidates([ids, sandboxes, domains], [deleted_sandboxes, deleted_domains])
         };
         self.open = Some(open);
         self.deleted.push(deleted);

@@ -2,7 +2,7 @@
 -- domain), through a bitmap of the partial index of open leases (the shell
 -- turns off whole-table scans, settings.sql): the current fleet's, whatever
 -- the history. Their runs are not read: release_terminal_capacity.sql
--- compares them for the few whose sandbox has a deleted cleanup.
+-- compares them for the few with a deleted cleanup of their identity.
 -- Each text column comes as its values run together and their lengths
 -- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
 SELECT string_agg(lease_id::text, ''), array_agg(octet_length(lease_id::text)),

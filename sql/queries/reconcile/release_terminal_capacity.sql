@@ -1,7 +1,8 @@
--- Release the terminal leases among $1 (the open Daytona leases on a sandbox
--- with a durably deleted cleanup, found from the rows the run read; or the
--- leases recovery bound): those whose cleanup, same sandbox, routing domain
--- and run, is durably deleted, the rule checked here on the current rows.
+-- Release the terminal leases among $1 (the open Daytona leases with a
+-- durably deleted cleanup of the same sandbox and routing domain, found from
+-- the rows the run read; or the leases recovery bound): those whose cleanup,
+-- same sandbox, routing domain and run, is durably deleted, the rule checked
+-- here on the current rows.
 -- Idempotent: only unreleased leases are touched. The leases are found by
 -- their key alone: `provider` is compared bytewise and `released_at IS NULL`
 -- is wrapped in a CASE so that neither matches the open-leases index (on
