@@ -974,6 +974,13 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
         l.lease("r1", "run-r1", None, false);
         l.attempt("run-r1", "NULL");
         l.cleanup("sb-r1", "run-r1", "deleted", None);
+        // Open leases whose sandbox has a durably deleted cleanup of another run, or of another routing domain:
+        // not terminal (the first pass hands the first to the release statement, which compares runs).
+        l.lease("x1", "run-x1", Some("sb-x1"), false);
+        l.cleanup("sb-x1", "run-other", "deleted", None);
+        run(&format!("INSERT INTO {s}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id, provider, sandbox_id, routing_domain)
+                      VALUES ('x2', 'org-1', 'run-x2', 'daytona', 'sb-x2', 'eu')"));
+        l.cleanup("sb-x2", "run-x2", "deleted", None);
         let inventory = json!([{"sandboxId": "sb-s1"}, {"sandboxId": "sb-s2"}, {"sandboxId": "sb-s3"},
                                {"sandboxId": "sb-r1", "operationKey": "tok-r1"}]);
         let released_idx = if s == "rc_reach_own" { "own_released" } else { "runtime_sandbox_capacity_leases_released_idx" };
@@ -995,6 +1002,12 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
     let (scan, whole, probe, own) = (&outcomes[0], &outcomes[1], &outcomes[2], &outcomes[3]);
     assert_eq!(scan.1["live_leases_to_seed"], 1, "{}", scan.1);
     assert_eq!(scan.1["released_terminal_leases"], 2);
+    let open = |leases: &Value, lease: &str| {
+        leases.as_array().into_iter().flatten().any(|row| row["lease_id"] == lease && row["released"] == false)
+    };
+    for outcome in [scan, whole, probe, own] {
+        assert!(open(&outcome.3, "x1") && open(&outcome.3, "x2"), "{}", outcome.3);
+    }
     assert_eq!(scan.1["marked_deleted"], 1);
     assert_eq!(scan.1["recovered_reserved_operations"], 1);
     assert_eq!(
@@ -1024,6 +1037,8 @@ fn reconcile_history_is_probed_and_few_rows_are_scanned_alike() {
             {"lease_id": "s1-old", "sandbox_id": "sb-s1", "released": true},
             {"lease_id": "s2-old", "sandbox_id": "sb-s2", "released": true},
             {"lease_id": "t1", "sandbox_id": "sb-t1", "released": true},
+            {"lease_id": "x1", "sandbox_id": "sb-x1", "released": false},
+            {"lease_id": "x2", "sandbox_id": "sb-x2", "released": false},
         ])
     );
     assert_eq!(scan, whole);
