@@ -50,6 +50,14 @@ pub fn absent_scan_cap(lone: usize, current: usize) -> Option<i64> {
     (lone * 16 > current).then_some(4 * lone as i64)
 }
 
+/// Whether a plan (EXPLAIN's text lines) applies its `= ANY` array only as an
+/// index condition: no scan of the whole table, no row tested against it.
+pub fn keyed_by_the_array(plan: &[String]) -> bool {
+    let condition = |line: &String| line.trim_start().starts_with("Index Cond:") && line.contains("ANY");
+    plan.iter().any(condition)
+        && !plan.iter().any(|line| line.contains("Seq Scan") || (line.trim_start().starts_with("Filter:") && line.contains("ANY")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +87,28 @@ mod tests {
         assert_eq!(absent_scan_cap(10, 160), None);
         assert_eq!(absent_scan_cap(11, 160), Some(44));
         assert_eq!(absent_scan_cap(0, 0), None);
+    }
+
+
+    fn plan(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn only_an_index_condition_on_the_array_is_keyed() {
+        let keyed = plan(
+            "Aggregate\n  InitPlan 1 (returns $0)\n    ->  Result\n  ->  Index Scan using sandbox_cleanup_jobs_v2_terminal_idx on sandbox_cleanup_jobs_v2 cleanup\n        Index Cond: ((sandbox_id)::text = ANY ($0))",
+        );
+        assert!(keyed_by_the_array(&keyed));
+        // Never analyzed: another index walked by provider, every entry tested against the array.
+        let walked = plan(
+            "Aggregate\n  ->  Index Scan using sandbox_cleanup_jobs_v2_deleted_idx on sandbox_cleanup_jobs_v2 cleanup\n        Index Cond: (provider = 'daytona'::text)\n        Filter: ((deleted_at IS NOT NULL) AND ((sandbox_id)::text = ANY ($0)))",
+        );
+        assert!(!keyed_by_the_array(&walked));
+        let scanned = plan("Aggregate\n  ->  Seq Scan on runtime_sandbox_capacity_leases lease\n        Filter: (sandbox_id = ANY ($0))");
+        assert!(!keyed_by_the_array(&scanned));
+        // Keyed, and the array also tested row by row: still refused.
+        let both = plan("Index Scan using x\n  Index Cond: (sandbox_id = ANY ($0))\n  Filter: (other = ANY ($0))");
+        assert!(!keyed_by_the_array(&both));
     }
 }

@@ -730,18 +730,10 @@ fn by_key_or_probed<'t, const N: usize>(
         let keyed = by_key && {
             let (plan, _) = execute(client, &format!("EXPLAIN (COSTS OFF) {}", ledger.sql(sql.0)), &[sandboxes.clone().into()]);
             let lines: Vec<String> = plan.filter_map(|row| row.get::<String>(1).read_value()).collect();
-            keyed_by_the_array(&lines)
+            reach::keyed_by_the_array(&lines)
         };
         Columns::read(client, &ledger.sql(if keyed { sql.0 } else { sql.1 }), &[sandboxes.into()])
     })
-}
-
-/// Whether a plan (EXPLAIN's text lines) applies its `= ANY` array only as an
-/// index condition: no scan of the whole table, no row tested against it.
-fn keyed_by_the_array(plan: &[String]) -> bool {
-    let condition = |line: &String| line.trim_start().starts_with("Index Cond:") && line.contains("ANY");
-    plan.iter().any(condition)
-        && !plan.iter().any(|line| line.contains("Seq Scan") || (line.trim_start().starts_with("Filter:") && line.contains("ANY")))
 }
 
 /// Whether the deleted cleanups and the released leases are probed by one
@@ -943,32 +935,5 @@ impl<'t> Capacity<'t> {
             deleted.routing_domains.extend(domains);
         }
         inspector.finish(&released, &deleted)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::keyed_by_the_array;
-
-    fn plan(text: &str) -> Vec<String> {
-        text.lines().map(str::to_owned).collect()
-    }
-
-    #[test]
-    fn only_an_index_condition_on_the_array_is_keyed() {
-        let keyed = plan(
-            "Aggregate\n  InitPlan 1 (returns $0)\n    ->  Result\n  ->  Index Scan using sandbox_cleanup_jobs_v2_terminal_idx on sandbox_cleanup_jobs_v2 cleanup\n        Index Cond: ((sandbox_id)::text = ANY ($0))",
-        );
-        assert!(keyed_by_the_array(&keyed));
-        // Never analyzed: another index walked by provider, every entry tested against the array.
-        let walked = plan(
-            "Aggregate\n  ->  Index Scan using sandbox_cleanup_jobs_v2_deleted_idx on sandbox_cleanup_jobs_v2 cleanup\n        Index Cond: (provider = 'daytona'::text)\n        Filter: ((deleted_at IS NOT NULL) AND ((sandbox_id)::text = ANY ($0)))",
-        );
-        assert!(!keyed_by_the_array(&walked));
-        let scanned = plan("Aggregate\n  ->  Seq Scan on runtime_sandbox_capacity_leases lease\n        Filter: (sandbox_id = ANY ($0))");
-        assert!(!keyed_by_the_array(&scanned));
-        // Keyed, and the array also tested row by row: still refused.
-        let both = plan("Index Scan using x\n  Index Cond: (sandbox_id = ANY ($0))\n  Filter: (other = ANY ($0))");
-        assert!(!keyed_by_the_array(&both));
     }
 }
