@@ -4,7 +4,8 @@
 //! and normalization, reading the inventory with `crate::jsonb`; ownership by
 //! label, the match, the lone live operations and the capacity inspection over
 //! rows read from the ledger; which tables are read whole or probed, from
-//! their sizes; the argument rules and the result shape);
+//! their sizes and plans, and the columns cut from what the reads return; the
+//! argument rules and the result shape);
 //! `shell` is the thin SPI shell that reads the ledger and runs the phase
 //! statements in `sql/queries/reconcile/`.
 

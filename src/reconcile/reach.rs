@@ -58,6 +58,25 @@ pub fn keyed_by_the_array(plan: &[String]) -> bool {
         && !plan.iter().any(|line| line.contains("Seq Scan") || (line.trim_start().starts_with("Filter:") && line.contains("ANY")))
 }
 
+/// A text column read as its values run together and their byte lengths
+/// (`string_agg(x, '')`, `array_agg(octet_length(x))`): the values, NULL where
+/// the length is; `None` when the lengths do not fit the string.
+pub fn cut_by_lengths<'a>(joined: &'a str, lengths: impl IntoIterator<Item = Option<i32>>) -> Option<Vec<Option<&'a str>>> {
+    let mut at = 0usize;
+    lengths
+        .into_iter()
+        .map(|length| match length {
+            None => Some(None),
+            Some(length) => {
+                let end = at.checked_add(usize::try_from(length).ok()?)?;
+                let value = joined.get(at..end)?;
+                at = end;
+                Some(Some(value))
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +129,16 @@ mod tests {
         // Keyed, and the array also tested row by row: still refused.
         let both = plan("Index Scan using x\n  Index Cond: (sandbox_id = ANY ($0))\n  Filter: (other = ANY ($0))");
         assert!(!keyed_by_the_array(&both));
+    }
+
+    #[test]
+    fn columns_are_cut_by_their_lengths() {
+        let cut = |joined, lengths: &[Option<i32>]| cut_by_lengths(joined, lengths.iter().copied());
+        assert_eq!(cut("abéc", &[Some(2), None, Some(0), Some(3)]), Some(vec![Some("ab"), None, Some(""), Some("éc")]));
+        assert_eq!(cut("", &[]), Some(vec![]));
+        // Lengths past the string, inside a character, or negative: not read.
+        assert_eq!(cut("ab", &[Some(3)]), None);
+        assert_eq!(cut("é", &[Some(1)]), None);
+        assert_eq!(cut("ab", &[Some(-1)]), None);
     }
 }

@@ -683,19 +683,9 @@ impl<'t, const N: usize> Columns<'t, N> {
 fn cut<'t>(table: &SpiTupleTable, c: usize) -> Vec<Option<&'t str>> {
     let joined: &'t str = table.get::<&'t str>(c).read_value().unwrap_or_default();
     let lengths = table.get::<Array<i32>>(c + 1).read_value();
-    let mut values = Vec::with_capacity(lengths.as_ref().map_or(0, |l| l.len()));
-    let mut at = 0usize;
-    for length in lengths.iter().flat_map(|l| l.iter()) {
-        values.push(length.map(|length| {
-            let end = at + length as usize;
-            let value = joined.get(at..end).unwrap_or_else(|| {
-                error!("runtime_sandbox: a statement's result could not be read: column {c} is shorter than its lengths")
-            });
-            at = end;
-            value
-        }));
-    }
-    values
+    reach::cut_by_lengths(joined, lengths.iter().flat_map(|l| l.iter())).unwrap_or_else(|| {
+        error!("runtime_sandbox: a statement's result could not be read: column {c} does not fit its lengths")
+    })
 }
 
 /// Distinct sandbox ids, in byte order (neighbouring probes share index pages).
