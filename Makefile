@@ -39,7 +39,7 @@ PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
 # Where `make bench` keeps each benchmark's output and the table.
 BENCH_OUT   ?= target/bench
 
-.PHONY: setup setup-build build install install-dev package test-package test-pg-upgrade test-citus test-citus-installed test test-one test-light test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill clean
+.PHONY: setup setup-build build install install-dev package test-package test-pg-upgrade test-citus test-citus-installed test test-one test-light test-core test-pg test-regress test-pgspot test-integration demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile bench-backfill bench-recorder clean
 
 setup:
 	@scripts/setup.sh
@@ -110,6 +110,7 @@ test-one: setup
 
 test-core:
 	cargo test --lib --no-default-features --features pg$(PG_MAJOR)
+	cargo test -p runtime-sandbox-recorder
 
 test-pg:
 	@scripts/cluster.sh stop $(IT_DIR)
@@ -155,6 +156,7 @@ test-integration: install-dev
 demo: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@scripts/demo.sh "$(PSQL)"
+	@scripts/demo_recorder.sh "$(PSQL)" "host=$(DEMO_DIR) port=$(DEMO_PORT) user=postgres"
 	@echo
 	@echo "Connect to the demo cluster with:"
 	@echo "  $(PSQL) runtime_sandbox_demo"
@@ -167,7 +169,7 @@ demo-stop:
 ## docs/design/benchmarks.md). Each script's whole output is kept in $(BENCH_OUT)/<name>.log, the table in table.txt.
 bench: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
-	@bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill
+	@bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill recorder
 
 ## The table of the last `make bench` again, from its logs.
 bench-table:
@@ -189,6 +191,10 @@ bench-reconcile: setup install
 bench-citus: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
 	@bench/citus.sh "$(PSQL)"
+
+bench-recorder: setup install
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)
+	@bench/recorder.sh "$(PSQL)"
 
 bench-backfill: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT)

@@ -23,6 +23,7 @@ EXPECTED+=(reconcile.history.apply reconcile.history.dry reconcile.history.50x.a
 for shape in clean messy; do
   EXPECTED+=("backfill.$shape.b1000" "backfill.$shape.b1000.pages" "backfill.$shape.b*")
 done
+EXPECTED+=(recorder.100k recorder.100k.memory)
 
 cat "$@" | { grep -a '^BENCH|' || true; } | awk -F'|' -v expected="${EXPECTED[*]}" '
 function checked(value, target,    op, limit) {

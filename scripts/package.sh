@@ -5,7 +5,7 @@
 # The package holds the library, the control file, the current install script, every update script and a
 # copyright file, at Debian's paths for that major (/usr/lib/postgresql/NN/lib,
 # /usr/share/postgresql/NN/extension) whatever prefix the pg_config it was built with has; it depends on
-# postgresql-NN. The frozen 0.1.0 install script stays out: nobody installs 0.1.0 any more, and every update
+# postgresql-NN, and the recorder (/usr/bin/runtime-sandbox-recorder, recorder/). The frozen 0.1.0 install script stays out: nobody installs 0.1.0 any more, and every update
 # script from it is in.
 set -euo pipefail
 pg_config=${1:?usage: scripts/package.sh PG_CONFIG}
@@ -17,6 +17,7 @@ name=postgresql-$major-runtime-sandbox
 cd "$root"
 
 cargo pgrx package --pg-config "$pg_config" --no-default-features --features "pg$major" >&2
+cargo build --release -p runtime-sandbox-recorder >&2
 built=target/release/runtime_sandbox-pg$major
 so=$(find "$built" -type f -name runtime_sandbox.so)
 ext=$(dirname "$(find "$built" -type f -name runtime_sandbox.control)")
@@ -25,7 +26,9 @@ ext=$(dirname "$(find "$built" -type f -name runtime_sandbox.control)")
 
 stage=target/package/$name
 rm -rf "$stage" && mkdir -p "$stage/DEBIAN" "$stage/usr/lib/postgresql/$major/lib" \
-  "$stage/usr/share/postgresql/$major/extension" "$stage/usr/share/doc/$name"
+  "$stage/usr/share/postgresql/$major/extension" "$stage/usr/share/doc/$name" "$stage/usr/bin"
+install -m 0755 target/release/runtime-sandbox-recorder "$stage/usr/bin/runtime-sandbox-recorder"
+strip --strip-unneeded "$stage/usr/bin/runtime-sandbox-recorder"
 install -m 0644 "$so" "$stage/usr/lib/postgresql/$major/lib/runtime_sandbox.so"
 strip --strip-unneeded "$stage/usr/lib/postgresql/$major/lib/runtime_sandbox.so"
 install -m 0644 "$ext/runtime_sandbox.control" "$ext/runtime_sandbox--$version.sql" \
@@ -71,6 +74,8 @@ Description: sandbox ledger reconciliation, backfill paging and stock hashes for
  runtime_sandbox is a PostgreSQL extension: it reconciles a sandbox provider's inventory (Daytona) against
  a ledger kept in the database, pages the normalized operations backfill, and computes the stock hashes of
  managed environments. After installing: CREATE EXTENSION runtime_sandbox; (as a superuser).
+ runtime-sandbox-recorder (in /usr/bin) lists Daytona completely and records each listing for the
+ scheduled reconciliation.
 CONTROL
 
 deb=target/package/${name}_${version}_${arch}.deb

@@ -23,19 +23,24 @@ dir=/tmp/runtime_sandbox-pkg-$major
 # Every file the package installs is its own, and dpkg -r removes them all.
 check_installed() {   # $1: a command prefix that runs dpkg-query in the target system
   local listed
-  listed=$($1 dpkg-query -L "$name" | grep -E 'runtime_sandbox' | sort)
+  listed=$($1 dpkg-query -L "$name" | grep -E 'runtime_sandbox|runtime-sandbox-recorder' | sort)
   for want in "/usr/lib/postgresql/$major/lib/runtime_sandbox.so" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox.control" \
-              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.3.0.sql" \
+              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.4.0.sql" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.1.0--0.2.0.sql" \
-              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.2.0--0.3.0.sql"; do
+              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.2.0--0.3.0.sql" \
+              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.3.0--0.4.0.sql" \
+              "/usr/bin/runtime-sandbox-recorder"; do
     grep -qx "$want" <<<"$listed" || { echo "test_package: the package does not install $want" >&2; exit 1; }
   done
+  # The recorder runs in the target system (its own libc), and says which version it is.
+  $1 /usr/bin/runtime-sandbox-recorder --version | grep -qx "runtime-sandbox-recorder 0.4.0" || {
+    echo "test_package: /usr/bin/runtime-sandbox-recorder does not run there" >&2; exit 1; }
 }
 check_gone() {   # $1: the target system's root ('' for this one)
   local left
   left=$(find "$1/usr/lib/postgresql/$major/lib" "$1/usr/share/postgresql/$major/extension" "$1/usr/share/doc" \
-              \( -name 'runtime_sandbox.so' -o -name 'runtime_sandbox.control' -o -name 'runtime_sandbox--*.sql' \
+              "$1/usr/bin/runtime-sandbox-recorder" \( -name 'runtime_sandbox.so' -o -name 'runtime_sandbox.control' -o -name 'runtime_sandbox--*.sql' -o -name 'runtime-sandbox-recorder' \
                  -o -name "$name" \) 2>/dev/null || true)
   if [ -n "$left" ]; then echo "test_package: dpkg -r left behind: $left" >&2; exit 1; fi
   echo "test_package: dpkg -r left nothing behind"

@@ -82,6 +82,57 @@ pub fn batch_size(value: i32) -> Result<i32, ArgError> {
     }
 }
 
+/// The environment a reconcile works on: the value of the ledger's
+/// `environment` columns (`'production'` unless the caller says otherwise).
+pub const DEFAULT_ENVIRONMENT: &str = "production";
+/// An environment is a short label; a longer value is a mistake, not a name.
+pub const MAX_ENVIRONMENT_BYTES: usize = 200;
+
+/// A validated environment (a parameter of every statement that reads
+/// operations: each is planned for its value, so 'production' still meets the
+/// application's partial indexes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    pub name: String,
+}
+
+impl Environment {
+    pub fn is_default(&self) -> bool {
+        self.name == DEFAULT_ENVIRONMENT
+    }
+}
+
+/// Validate an `environment` argument: not empty, no surrounding white space
+/// (`' prod'` is never what an operator meant), no control characters, at
+/// most MAX_ENVIRONMENT_BYTES bytes.
+pub fn environment(argument: &'static str, value: &str) -> Result<Environment, ArgError> {
+    if value.is_empty() {
+        return Err(ArgError::new(argument, "must not be empty (the ledger's operations name their environment, e.g. 'production')"));
+    }
+    if value.trim() != value {
+        return Err(ArgError::new(argument, format!("{:?} begins or ends with white space", prefix(value, 100))));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ArgError::new(argument, format!("{:?} contains a control character", prefix(value, 100))));
+    }
+    if value.len() > MAX_ENVIRONMENT_BYTES {
+        return Err(ArgError::new(argument, format!("is longer than {MAX_ENVIRONMENT_BYTES} bytes")));
+    }
+    Ok(Environment { name: value.to_owned() })
+}
+
+/// A string constant for SQL text (a pg_cron job's command), right whatever
+/// standard_conforming_strings says: quotes doubled, and backslashes doubled inside an E'' string when
+/// there are any (as PostgreSQL's quote_literal does).
+pub fn sql_literal(value: &str) -> String {
+    let quoted = value.replace('\'', "''");
+    if value.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
 /// At most `max` bytes of `text` (cut at a character boundary), with an
 /// ellipsis and the full length when cut: what a message quotes of a value.
 pub fn prefix(text: &str, max: usize) -> String {
@@ -111,6 +162,23 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn environments_are_checked_and_quoted() {
+        let production = environment("environment", "production").unwrap();
+        assert!(production.is_default());
+        assert_eq!(environment("environment", "o'brien").unwrap().name, "o'brien");
+        assert_eq!(sql_literal("production"), "'production'");
+        assert_eq!(sql_literal("o'brien"), "'o''brien'");
+        assert_eq!(sql_literal(r"a\'b"), r"E'a\\''b'");
+        assert!(!environment("environment", "staging").unwrap().is_default());
+        for bad in ["", " prod", "prod ", "pr\nod", "a\u{0}b"] {
+            let e = environment("environment", bad).unwrap_err();
+            assert_eq!(e.argument, "environment", "{bad:?}");
+        }
+        assert!(environment("environment", &"e".repeat(MAX_ENVIRONMENT_BYTES)).is_ok());
+        assert!(environment("environment", &"e".repeat(MAX_ENVIRONMENT_BYTES + 1)).is_err());
+    }
 
     #[test]
     fn plain_identifiers_are_quoted() {

@@ -63,9 +63,11 @@ const SHAPES: &[Shape] = &[
         ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN provider_created_at TYPE timestamp, ALTER COLUMN updated_at TYPE timestamp;
         ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN deleted_at TYPE timestamp, ALTER COLUMN available_at TYPE timestamp;
         ALTER TABLE @s@.runtime_sandbox_capacity_leases ALTER COLUMN released_at TYPE timestamp, ALTER COLUMN expires_at TYPE timestamp"),
-    ok("state_as_text", "DROP INDEX @s@.runtime_sandbox_operations_live_age_idx, @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx;
+    ok("state_as_text", "DROP INDEX @s@.runtime_sandbox_operations_live_age_idx, @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx,
+                        @s@.runtime_sandbox_operations_current_environment_idx, @s@.runtime_sandbox_operations_reserved_environment_idx;
         ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN state DROP DEFAULT, ALTER COLUMN state TYPE text, ALTER COLUMN state SET DEFAULT 'reserved'"),
-    ok("state_as_varchar", "DROP INDEX @s@.runtime_sandbox_operations_live_age_idx, @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx;
+    ok("state_as_varchar", "DROP INDEX @s@.runtime_sandbox_operations_live_age_idx, @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx,
+                        @s@.runtime_sandbox_operations_current_environment_idx, @s@.runtime_sandbox_operations_reserved_environment_idx;
         ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN state DROP DEFAULT, ALTER COLUMN state TYPE varchar(16), ALTER COLUMN state SET DEFAULT 'reserved'"),
     ok("resource_json_as_json", "ALTER TABLE @s@.attempts ALTER COLUMN resource_json TYPE json"),
     ok("details_and_control_as_json", "ALTER TABLE @s@.sandbox_cleanup_events_v2 ALTER COLUMN details_json DROP DEFAULT, ALTER COLUMN details_json TYPE json, ALTER COLUMN details_json SET DEFAULT '{}';

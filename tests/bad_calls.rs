@@ -115,6 +115,13 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     // run_reconciliation_job (the scheduled reconciliation's job): the reconcile's argument checks, first
     ("batch_size", "CALL runtime_sandbox.run_reconciliation_job(batch_size => 0)", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got 0"),
     ("absent_confirmations", "CALL runtime_sandbox.run_reconciliation_job(absent_confirmations => 0)", "22023", "runtime_sandbox: invalid argument absent_confirmations: must be an integer from 1 through 100, got 0"),
+    // run_reconciliation_job_in_environment (the job of another environment): the same, and its environment
+    ("environment", "CALL runtime_sandbox.run_reconciliation_job_in_environment('')", "22023", "runtime_sandbox: invalid argument environment: must not be empty (the ledger's operations name their environment, e.g. 'production')"),
+    ("environment", "CALL runtime_sandbox.run_reconciliation_job_in_environment(NULL)", "22023", "runtime_sandbox: invalid argument environment: must not be NULL"),
+    ("batch_size", "CALL runtime_sandbox.run_reconciliation_job_in_environment('staging', batch_size => 0)", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got 0"),
+    // the environment argument of the reconciles, the recording and the scheduling
+    ("environment", "SELECT runtime_sandbox.reconcile_daytona_latest(dry_run => true, environment => ' staging')", "22023", "runtime_sandbox: invalid argument environment: \" staging\" begins or ends with white space"),
+    ("environment", "SELECT runtime_sandbox.record_inventory_snapshot(provider => 'daytona', items => '[]', captured_at => now(), environment => '')", "22023", "runtime_sandbox: invalid argument environment: must not be empty (the ledger's operations name their environment, e.g. 'production')"),
     // complete_sandbox_operation_backfill
     ("batch_size", "SELECT runtime_sandbox.complete_sandbox_operation_backfill(0)", "22023", "runtime_sandbox: invalid argument batch_size: must be an integer from 1 through 1000, got 0"),
     ("max_batches", "SELECT runtime_sandbox.complete_sandbox_operation_backfill(500, 0)", "22023", "runtime_sandbox: invalid argument max_batches: must be NULL (until complete) or at least 1, got 0"),
@@ -225,7 +232,7 @@ const BY_POSTGRES: &[(&str, &str, &str)] = &[
     ("SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, batch_size => 'ten')", "22P02", "invalid input syntax for type integer: \"ten\""),
     ("SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, minimum_age => 'infinity')", "22007", "invalid input syntax for type interval: \"infinity\""),
     ("SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, batch_size => 4294967296)", "42883", "function runtime_sandbox.reconcile_daytona(unknown, timestamp with time zone, boolean, batch_size => bigint) does not exist"),
-    ("SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, 500, '10 minutes', 'runtime_scheduler', 0.5, 'extra')", "42883", "function runtime_sandbox.reconcile_daytona(unknown, timestamp with time zone, boolean, integer, unknown, unknown, numeric, unknown) does not exist"),
+    ("SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, 500, '10 minutes', 'runtime_scheduler', 0.5, 'production', 'extra')", "42883", "function runtime_sandbox.reconcile_daytona(unknown, timestamp with time zone, boolean, integer, unknown, unknown, numeric, unknown, unknown) does not exist"),
     ("SELECT runtime_sandbox.backfill_sandbox_operations(after => 'not a cursor')", "22P02", "malformed record literal: \"not a cursor\""),
     ("SELECT runtime_sandbox.backfill_sandbox_operations(after => ROW('2026-01-01', 'run-1', 1))", "42846", "cannot cast type record to runtime_sandbox.backfill_cursor"),
     ("SELECT runtime_sandbox.preview_sandbox_operation_backfill(after => ROW('infinityish', 'run-1', 1, 1))", "22007", "invalid input syntax for type timestamp with time zone: \"infinityish\""),

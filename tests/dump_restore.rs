@@ -51,8 +51,8 @@ fn state(db: &str) -> Vec<String> {
     }
     for sql in [
         "SELECT string_agg(id || ' ' || status || ' ' || provider_sandbox_count, ',') FROM public.saved_status",
-        "SELECT has_function_privilege('rs_dump_operator', 'runtime_sandbox.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real)', 'EXECUTE')::text",
-        "SELECT has_function_privilege('public', 'runtime_sandbox.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real)', 'EXECUTE')::text",
+        "SELECT has_function_privilege('rs_dump_operator', 'runtime_sandbox.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real, text)', 'EXECUTE')::text",
+        "SELECT has_function_privilege('public', 'runtime_sandbox.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real, text)', 'EXECUTE')::text",
         "SELECT pg_has_role('rs_dump_operator', 'rs_dump_ledger', 'MEMBER')::text",
         "SELECT extversion FROM pg_extension WHERE extname = 'runtime_sandbox'",
     ] {

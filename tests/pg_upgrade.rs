@@ -106,7 +106,7 @@ fn state(c: &mut Client) -> Vec<String> {
     }
     for sql in [
         "SELECT string_agg(id || ' ' || status || ' ' || provider_sandbox_count, ',') FROM public.saved_status",
-        "SELECT has_function_privilege('rs_upgrade_operator', 'runtime_sandbox.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real)', 'EXECUTE')::text",
+        "SELECT has_function_privilege('rs_upgrade_operator', 'runtime_sandbox.reconcile_daytona(jsonb, timestamptz, boolean, integer, interval, name, real, text)', 'EXECUTE')::text",
         "SELECT pg_has_role('rs_upgrade_operator', 'rs_upgrade_owner', 'MEMBER')::text",
         "SELECT extversion FROM pg_extension WHERE extname = 'runtime_sandbox'",
     ] {

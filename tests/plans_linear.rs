@@ -112,26 +112,35 @@ enum Call {
 }
 
 const SNAPSHOT: &str = "SELECT runtime_sandbox.record_inventory_snapshot('daytona', inventory, now() - $1::text::interval,
-                                                                        ledger_schema => 'bench')
+                                                                        ledger_schema => 'bench', environment => $2)
                         FROM bench_inventory";
 
 const RECONCILE: &str = "SELECT status FROM bench_inventory,
-                                runtime_sandbox.reconcile_daytona(inventory, now(), $1, ledger_schema => 'bench')";
+                                runtime_sandbox.reconcile_daytona(inventory, now(), $1, ledger_schema => 'bench',
+                                                                  environment => $2)";
 
 const LATEST: &str = "SELECT status FROM runtime_sandbox.reconcile_daytona_latest(false, absent_confirmations => 3,
-                                                                              ledger_schema => 'bench')";
+                                                                              ledger_schema => 'bench', environment => $1)";
+
+/// The environment the ledger's operations are in and the calls reconcile:
+/// the application's 'production' (partial indexes of its own), or another
+/// one (the environment-keyed indexes install_ledger adds).
+const OTHER_ENVIRONMENT: &str = "staging";
 
 /// The work of every statement the call ran, by the statement's first line
 /// (its file's opening comment), summed over repeated statements.
-fn statement_work(n: u64, call: Call, ledger: Ledger, statistics: Statistics) -> BTreeMap<String, f64> {
+fn statement_work(n: u64, call: Call, ledger: Ledger, statistics: Statistics, environment: &str) -> BTreeMap<String, f64> {
     let name = match call {
-        Call::Reconcile { dry_run } => format!("plans_linear_{n}_{dry_run}_{ledger:?}_{statistics:?}"),
-        Call::Latest => format!("plans_linear_{n}_latest_{ledger:?}_{statistics:?}"),
+        Call::Reconcile { dry_run } => format!("plans_linear_{n}_{dry_run}_{ledger:?}_{statistics:?}_{environment}"),
+        Call::Latest => format!("plans_linear_{n}_latest_{ledger:?}_{statistics:?}_{environment}"),
     }
     .to_lowercase();
     let db = common::fresh_database(&name);
     let (mut c, notices) = common::connect_with_notices(&db);
-    c.batch_execute(&ledger.script(n)).unwrap();
+    let script = ledger.script(n);
+    // The same ledger with every operation in `environment` (the scripts write 'production').
+    let script = script.replace(", 'production',", &format!(", '{environment}',"));
+    c.batch_execute(&script).unwrap();
     let unanalyzed: i64 = c
         .query_one(
             "SELECT count(*) FROM pg_stat_user_tables
@@ -160,17 +169,19 @@ fn statement_work(n: u64, call: Call, ledger: Ledger, statistics: Statistics) ->
     .unwrap();
     if let Call::Latest = call {
         for age in ["2 minutes", "1 minute"] {
-            c.execute(SNAPSHOT, &[&age]).unwrap();
+            c.execute(SNAPSHOT, &[&age, &environment]).unwrap();
         }
         analyze(&mut c);
     }
     notices.lock().unwrap().clear();
     let mut tx = c.transaction().unwrap();
     let (status, expected) = match call {
-        Call::Reconcile { dry_run } => (tx.query_one(RECONCILE, &[&dry_run]), if dry_run { "planned" } else { "applied" }),
+        Call::Reconcile { dry_run } => {
+            (tx.query_one(RECONCILE, &[&dry_run, &environment]), if dry_run { "planned" } else { "applied" })
+        }
         Call::Latest => {
-            tx.execute(SNAPSHOT, &[&"0 seconds"]).unwrap();
-            (tx.query_one(LATEST, &[]), "applied")
+            tx.execute(SNAPSHOT, &[&"0 seconds", &environment]).unwrap();
+            (tx.query_one(LATEST, &[&environment]), "applied")
         }
     };
     let status: String = status.unwrap().get(0);
@@ -218,7 +229,7 @@ const LIMITS: &[(&str, f64)] = &[
     ("-- Release the terminal leases among", 0.5),
     ("-- Leases whose sandbox cleanup is durably deleted", 0.5),
     ("-- Recovery, step 3: bind the lease", 0.5),
-    ("-- The live and deleting production Daytona operations", 1.5),
+    ("-- The live and deleting Daytona operations", 1.5),
     ("-- The open Daytona leases bound to a sandbox", 1.5),
     ("-- (sandbox, routing domain) of the open Daytona leases", 1.5),
 ];
@@ -253,6 +264,10 @@ fn server_has_auto_explain() -> bool {
 }
 
 fn assert_linear(call: Call, ledger: Ledger, statistics: Statistics) {
+    assert_linear_in(call, ledger, statistics, "production");
+}
+
+fn assert_linear_in(call: Call, ledger: Ledger, statistics: Statistics, environment: &str) {
     if !server_has_auto_explain() {
         eprintln!("plans_linear: this server has no auto_explain (contrib): the plans are not read here");
         return;
@@ -261,8 +276,8 @@ fn assert_linear(call: Call, ledger: Ledger, statistics: Statistics) {
     // recovery is one statement in the application's shape, whose CTE joins
     // are quadratic in the items it recovers and bounded by that cap.
     let (n, big) = (8000, 32000);
-    let small = statement_work(n, call, ledger, statistics);
-    let large = statement_work(big, call, ledger, statistics);
+    let small = statement_work(n, call, ledger, statistics, environment);
+    let large = statement_work(big, call, ledger, statistics, environment);
     let mut report = Vec::new();
     let mut quadratic = Vec::new();
     for (statement, &rows) in &large {
@@ -279,11 +294,14 @@ fn assert_linear(call: Call, ledger: Ledger, statistics: Statistics) {
         }
     }
     if std::env::var_os("RUNTIME_SANDBOX_PLAN_WORK").is_some() {
-        println!("work of each statement, {n} -> {big} sandboxes ({call:?}, {ledger:?}, {statistics:?}):\n{}", report.join("\n"));
+        println!(
+            "work of each statement, {n} -> {big} sandboxes ({call:?}, {ledger:?}, {statistics:?}, {environment}):\n{}",
+            report.join("\n")
+        );
     }
     assert!(
         quadratic.is_empty(),
-        "{ledger:?}, {statistics:?}: 4x the sandboxes, more than 6x the rows, or more rows per sandbox than allowed, in {quadratic:?}:\n{}",
+        "{ledger:?}, {statistics:?}, {environment}: 4x the sandboxes, more than 6x the rows, or more rows per sandbox than allowed, in {quadratic:?}:\n{}",
         report.join("\n")
     );
 }
@@ -331,4 +349,18 @@ fn steady_ledger_statements_stay_linear_without_statistics() {
 fn steady_ledger_statements_stay_linear_with_statistics() {
     assert_linear(Call::Reconcile { dry_run: false }, Ledger::Steady, Statistics::Analyzed);
     assert_linear(Call::Reconcile { dry_run: true }, Ledger::Steady, Statistics::Analyzed);
+}
+
+// Another environment than the application's 'production': the same calls
+// read as little (the environment-keyed indexes), never the whole history.
+#[test]
+fn another_environment_stays_linear_without_statistics() {
+    assert_linear_in(Call::Reconcile { dry_run: false }, Ledger::Unshaped, Statistics::None, OTHER_ENVIRONMENT);
+    assert_linear_in(Call::Latest, Ledger::Unshaped, Statistics::None, OTHER_ENVIRONMENT);
+}
+
+#[test]
+fn another_environment_stays_linear_with_statistics() {
+    assert_linear_in(Call::Reconcile { dry_run: true }, Ledger::Unshaped, Statistics::Analyzed, OTHER_ENVIRONMENT);
+    assert_linear_in(Call::Reconcile { dry_run: false }, Ledger::Steady, Statistics::Analyzed, OTHER_ENVIRONMENT);
 }

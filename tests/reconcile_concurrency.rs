@@ -32,7 +32,7 @@ fn reconcile_overlapping_applies_skip_instead_of_queueing() {
     assert_eq!(status(&mut second, APPLY), "skipped_concurrent");
     let skipped = second
         .query_one(
-            "SELECT (to_jsonb(r) - 'diagnostics' - 'provider' - 'status' - 'unmatched_provider_sandbox_ids' - 'provider_sandbox_count' - 'dry_run')::text AS counts, \
+            "SELECT (to_jsonb(r) - 'diagnostics' - 'provider' - 'status' - 'unmatched_provider_sandbox_ids' - 'provider_sandbox_count' - 'dry_run' - 'environment')::text AS counts, \
                     cardinality(r.diagnostics) AS n FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb1\"}]', now(), false) r",
             &[],
         )
@@ -176,7 +176,7 @@ fn reconcile_a_blocked_apply_warns_and_notifies_listeners() {
     assert_eq!(
         payload,
         serde_json::json!({
-            "ledger_schema": "runtime_scheduler", "provider": "daytona", "status": "blocked_mass_absence",
+            "ledger_schema": "runtime_scheduler", "provider": "daytona", "environment": "production", "status": "blocked_mass_absence",
             "run_id": run_id, "snapshot_id": null, "provider_sandbox_count": 0, "unmatched_provider_sandboxes": 0,
             "absent_candidates": 2, "live_operations": 2, "released_terminal_leases": 0,
             "recovered_reserved_operations": 0

@@ -74,6 +74,16 @@ CREATE INDEX runtime_sandbox_operations_current_idx
 CREATE INDEX runtime_sandbox_operations_reserved_idx
     ON @ledger@.runtime_sandbox_operations (provider_operation_token)
     WHERE provider = 'daytona' AND environment = 'production' AND state = 'reserved';
+-- object: index runtime_sandbox_operations_current_environment_idx
+-- The same two access paths for every environment a reconcile names (the
+-- two above hold only 'production', as the application's SQL reads it).
+CREATE INDEX runtime_sandbox_operations_current_environment_idx
+    ON @ledger@.runtime_sandbox_operations (environment, sandbox_id)
+    WHERE provider = 'daytona' AND state IN ('live', 'deleting');
+-- object: index runtime_sandbox_operations_reserved_environment_idx
+CREATE INDEX runtime_sandbox_operations_reserved_environment_idx
+    ON @ledger@.runtime_sandbox_operations (environment, provider_operation_token)
+    WHERE provider = 'daytona' AND state = 'reserved';
 
 -- object: table sandbox_cleanup_jobs_v2
 CREATE TABLE @ledger@.sandbox_cleanup_jobs_v2 (
@@ -171,8 +181,14 @@ CREATE TABLE @ledger@.reconciliation_runs (
     status      text NOT NULL,
     summary     jsonb NOT NULL,
     -- The snapshot a run reconciled (reconcile_daytona_latest).
-    snapshot_id bigint
+    snapshot_id bigint,
+    -- The operations' environment the run reconciled.
+    environment text NOT NULL DEFAULT 'production'
 );
+-- object: index reconciliation_runs_environment_idx
+-- The health view's newest runs of each environment.
+CREATE INDEX reconciliation_runs_environment_idx
+    ON @ledger@.reconciliation_runs (provider, environment, id);
 
 -- object: table provider_inventory_snapshots
 -- Beyond the application: complete provider listings recorded by whoever can
@@ -186,7 +202,9 @@ CREATE TABLE @ledger@.provider_inventory_snapshots (
     captured_at       timestamptz NOT NULL,
     recorded_at       timestamptz NOT NULL DEFAULT now(),
     item_count        integer NOT NULL,
-    reconciled_run_id bigint
+    reconciled_run_id bigint,
+    -- The environment whose listing it is (the label scope the recorder used).
+    environment       text NOT NULL DEFAULT 'production'
 );
 -- object: index provider_inventory_snapshots_newest_idx
 -- The newest snapshots of a provider, newest first.
@@ -208,7 +226,8 @@ CREATE INDEX provider_inventory_items_sandbox_idx
     ON @ledger@.provider_inventory_items (snapshot_id, sandbox_id);
 
 -- object: view reconciliation_health
--- What an operator alerts on, one row: the last run, the last applied run,
+-- What an operator alerts on, one row per environment reconciled or
+-- recorded ('production' always): the last run, the last applied run,
 -- blocked runs since, and the newest snapshot. A view, so a monitoring role
 -- needs only SELECT on it (it reads the tables with its owner's rights).
 -- install_ledger replaces it when its text here changed (a fingerprint of
@@ -235,29 +254,50 @@ SELECT provider.name AS provider,
        now() - last_applied.finished_at AS last_applied_age,
        (SELECT count(*) FROM @ledger@.reconciliation_runs AS blocked
         WHERE blocked.provider = provider.name
+          AND blocked.environment = environment.name
           AND blocked.id > coalesce(last_applied.id, 0)
           AND blocked.status IN ('blocked_mass_absence', 'blocked_unowned_sandboxes')) AS consecutive_blocked_runs,
        snapshot.snapshot_id AS newest_snapshot_id,
        snapshot.captured_at AS newest_snapshot_captured_at,
        now() - snapshot.captured_at AS newest_snapshot_age,
        snapshot.item_count AS newest_snapshot_items,
-       snapshot.reconciled_run_id AS newest_snapshot_reconciled_run_id
+       snapshot.reconciled_run_id AS newest_snapshot_reconciled_run_id,
+       environment.name AS environment
 FROM (VALUES ('daytona'::text)) AS provider(name)
+-- The environments: 'production', those of the snapshots (few: pruned) and
+-- those of the runs, the latter read by skipping through the runs'
+-- (provider, environment, id) index one environment at a time.
+CROSS JOIN LATERAL (
+    WITH RECURSIVE run_environment(name) AS (
+        (SELECT run.environment FROM @ledger@.reconciliation_runs AS run
+         WHERE run.provider = provider.name ORDER BY run.environment LIMIT 1)
+        UNION ALL
+        SELECT (SELECT run.environment FROM @ledger@.reconciliation_runs AS run
+                WHERE run.provider = provider.name AND run.environment > run_environment.name
+                ORDER BY run.environment LIMIT 1)
+        FROM run_environment WHERE run_environment.name IS NOT NULL
+    )
+    SELECT 'production'::text AS name
+    UNION
+    SELECT s.environment FROM @ledger@.provider_inventory_snapshots AS s WHERE s.provider = provider.name
+    UNION
+    SELECT run_environment.name FROM run_environment WHERE run_environment.name IS NOT NULL
+) AS environment
 LEFT JOIN LATERAL (
     SELECT run.id, run.status, run.started_at, run.finished_at, run.snapshot_id, run.summary
     FROM @ledger@.reconciliation_runs AS run
-    WHERE run.provider = provider.name
+    WHERE run.provider = provider.name AND run.environment = environment.name
     ORDER BY run.id DESC LIMIT 1
 ) AS last_run ON true
 LEFT JOIN LATERAL (
     SELECT run.id, run.finished_at
     FROM @ledger@.reconciliation_runs AS run
-    WHERE run.provider = provider.name AND run.status = 'applied'
+    WHERE run.provider = provider.name AND run.environment = environment.name AND run.status = 'applied'
     ORDER BY run.id DESC LIMIT 1
 ) AS last_applied ON true
 LEFT JOIN LATERAL (
     SELECT s.snapshot_id, s.captured_at, s.item_count, s.reconciled_run_id
     FROM @ledger@.provider_inventory_snapshots AS s
-    WHERE s.provider = provider.name
+    WHERE s.provider = provider.name AND s.environment = environment.name
     ORDER BY s.captured_at DESC, s.snapshot_id DESC LIMIT 1
 ) AS snapshot ON true;

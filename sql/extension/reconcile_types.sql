@@ -30,7 +30,11 @@ CREATE TYPE @extschema@.reconciliation_summary AS (
     absent_candidates              bigint,
     live_operations                bigint,
     snapshot_id                    bigint,
-    confirming_snapshots           bigint
+    confirming_snapshots           bigint,
+    -- Since 0.4.0, appended: the environment reconciled, and what other
+    -- environments own of the unowned sandboxes.
+    environment                    text,
+    unowned_in_other_environments  jsonb
 );
 COMMENT ON TYPE @extschema@.reconciliation_summary IS
-'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live production Daytona operations), snapshot_id (the snapshot reconciled) and confirming_snapshots (how many snapshots an absent operation had to be missing from). NULL: not evaluated in this run.';
+'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live Daytona operations of the environment), snapshot_id (the snapshot reconciled), confirming_snapshots (how many snapshots an absent operation had to be missing from), environment (the operations'' environment reconciled) and unowned_in_other_environments (when blocked_unowned_sandboxes: how many of the unowned sandboxes live operations of each other environment own, {} when none). NULL: not evaluated in this run.';

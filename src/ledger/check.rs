@@ -300,9 +300,12 @@ fn check_table(
             out.push(Problem {
                 table: Some(name),
                 object: column_object(spec.name),
-                problem: "missing column".into(),
+                problem: match spec.limits {
+                    Some(limits) => format!("missing column: {limits}"),
+                    None => "missing column".into(),
+                },
                 fix: Some(format!("ALTER TABLE {quoted}.{name} ADD COLUMN {} {};", spec.name, spec.add.replace("@ledger@", quoted))),
-                severity: Severity::Error,
+                severity: if spec.limits.is_some() { Severity::Warning } else { Severity::Error },
             });
             continue;
         };

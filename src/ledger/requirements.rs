@@ -86,14 +86,23 @@ pub struct Column {
     pub nullable: bool,
     /// Added to an existing table by install_ledger as `ADD COLUMN <name> <add>`.
     pub add: &'static str,
+    /// Missing, it limits what the functions can do (check_ledger warns and
+    /// says what, in `limits`) instead of refusing the table.
+    pub limits: Option<&'static str>,
 }
 
 const fn col(name: &'static str, ty: Ty, add: &'static str) -> Column {
-    Column { name, ty, nullable: false, add }
+    Column { name, ty, nullable: false, add, limits: None }
 }
 
 const fn null(name: &'static str, ty: Ty, add: &'static str) -> Column {
-    Column { name, ty, nullable: true, add }
+    Column { name, ty, nullable: true, add, limits: None }
+}
+
+/// The environment of a run or snapshot (0.4.0). A ledger installed earlier
+/// keeps working for 'production', the only environment it could hold.
+const fn environment(limits: &'static str) -> Column {
+    Column { name: "environment", ty: Ty::Text, nullable: false, add: "text NOT NULL DEFAULT 'production'", limits: Some(limits) }
 }
 
 const KEY: &str = "text GENERATED ALWAYS AS (coalesce(routing_domain, '')) STORED";
@@ -230,6 +239,7 @@ pub const TABLES: &[Table] = &[
             col("status", Ty::Text, "text"),
             col("summary", Ty::Json, "jsonb"),
             null("snapshot_id", Ty::BigInt, "bigint"),
+            environment("runs of environments other than 'production' are refused until it is added"),
         ],
         inserted: Some(&["provider", "started_at", "finished_at", "dry_run", "status", "summary"]),
     },
@@ -242,6 +252,7 @@ pub const TABLES: &[Table] = &[
             col("recorded_at", Ty::Timestamp, "timestamptz DEFAULT now()"),
             col("item_count", Ty::Int, "integer"),
             null("reconciled_run_id", Ty::BigInt, "bigint"),
+            environment("snapshots of environments other than 'production' are refused until it is added"),
         ],
         inserted: Some(&["provider", "captured_at", "recorded_at", "item_count"]),
     },
@@ -283,6 +294,8 @@ pub const INDEXES: &[(&str, &[&str])] = &[
     ("runtime_sandbox_operations", &["provider_operation_token"]),
     ("runtime_sandbox_operations", &["provider", "provider_created_at", "operation_key"]),
     ("runtime_sandbox_operations", &["sandbox_id"]),
+    ("runtime_sandbox_operations", &["environment", "sandbox_id"]),
+    ("runtime_sandbox_operations", &["environment", "provider_operation_token"]),
     ("sandbox_cleanup_jobs_v2", &["provider", "sandbox_id"]),
     ("sandbox_cleanup_jobs_v2", &["sandbox_id"]),
     ("sandbox_cleanup_events_v2", &["provider", "sandbox_id"]),
@@ -290,6 +303,7 @@ pub const INDEXES: &[(&str, &[&str])] = &[
     ("runtime_sandbox_capacity_leases", &["sandbox_id"]),
     ("provider_inventory_snapshots", &["provider", "captured_at", "snapshot_id"]),
     ("provider_inventory_items", &["snapshot_id", "sandbox_id"]),
+    ("reconciliation_runs", &["provider", "environment", "id"]),
 ];
 
 pub fn table(name: &str) -> Option<&'static Table> {

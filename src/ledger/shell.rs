@@ -141,9 +141,44 @@ pub(crate) fn in_citus(ledger: &SchemaName) -> bool {
 /// What the ledger is for a call that passed the gate.
 pub(crate) struct Access {
     owner: pg_sys::Oid,
+    checked: Rc<Checked>,
 }
 
 impl Access {
+    /// Whether `table` (reconciliation_runs, provider_inventory_snapshots) has
+    /// its `environment` column; a ledger installed before 0.4.0 lacks it and
+    /// can then serve only 'production': any other environment is refused
+    /// (55000) with the DDL that adds it.
+    pub fn environment_column(&self, ledger: &SchemaName, table: &str, environment: &crate::args::Environment, function: &str) -> bool {
+        let present = self.has_column(table, "environment");
+        if !present && !environment.is_default() {
+            Error::new(
+                Kind::UnusableLedger,
+                format!(
+                    "ledger_schema {:?} cannot be used by {function} for environment {:?}: {}.{table} has no environment column",
+                    ledger.name, environment.name, ledger.quoted
+                ),
+            )
+            .detail("A ledger installed before runtime_sandbox 0.4.0 holds only 'production' runs and snapshots.")
+            .hint(format!(
+                "ALTER TABLE {}.{table} ADD COLUMN environment text NOT NULL DEFAULT 'production'; \
+                 (or SELECT runtime_sandbox.install_ledger('{}'); which adds every missing column)",
+                ledger.quoted, ledger.name
+            ))
+            .raise();
+        }
+        present
+    }
+
+    /// Whether the ledger's `table` has `column` (as the gate's check read it).
+    pub fn has_column(&self, table: &str, column: &str) -> bool {
+        self.checked.facts.as_ref().is_some_and(|facts| {
+            facts.relations.iter().any(|r| {
+                r.name == table && r.columns.as_deref().unwrap_or(&[]).iter().any(|c| c.name == column)
+            })
+        })
+    }
+
     /// Run the call's statements as the ledger's owner (shell::owner).
     pub fn run<R>(&self, work: impl FnOnce() -> R) -> R {
         owner::as_owner(self.owner, work)
@@ -225,7 +260,7 @@ pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'stat
         ))
         .raise();
     }
-    Access { owner }
+    Access { owner, checked: Rc::clone(&checked) }
 }
 
 /// At most the first 200 characters of a message part.

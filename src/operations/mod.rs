@@ -15,10 +15,10 @@ pgrx::extension_sql_file!(
     "../../sql/extension/operations_api.sql",
     name = "operations_api",
     requires = [
-        shell::record_inventory_snapshot,
-        shell::reconcile_daytona_latest,
-        shell::schedule_reconciliation_with,
-        shell::unschedule_reconciliation_in,
+        shell::record_inventory_snapshot_of,
+        shell::reconcile_daytona_latest_in,
+        shell::schedule_reconciliation_of,
+        shell::unschedule_reconciliation_of,
         shell::schedule_sandbox_operation_backfill_in,
         shell::unschedule_sandbox_operation_backfill_in
     ]
@@ -26,7 +26,7 @@ pgrx::extension_sql_file!(
 pgrx::extension_sql_file!(
     "../../sql/extension/operations_job.sql",
     name = "operations_job",
-    requires = ["reconcile_types", shell::reconcile_daytona_latest]
+    requires = ["reconcile_types", shell::reconcile_daytona_latest_in]
 );
 
 #[cfg(feature = "pg_test")]

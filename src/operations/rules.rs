@@ -76,12 +76,31 @@ pub fn job_name(argument: &'static str, value: &str) -> Result<String, ArgError>
 /// ledger and kind (and database, for a job run in another one), so
 /// scheduling another ledger never replaces this one.
 pub fn default_job_name(kind: &str, ledger: &SchemaName, database: Option<&str>) -> Result<String, ArgError> {
-    let name = match database {
+    default_job_name_in(kind, ledger, database, None)
+}
+
+/// default_job_name, for the reconciliation of an environment other than
+/// 'production' (`Some`): `<kind>:[<database>.]<ledger_schema>:<environment>`,
+/// so each environment of a ledger has its own job.
+pub fn default_job_name_in(
+    kind: &str,
+    ledger: &SchemaName,
+    database: Option<&str>,
+    environment: Option<&str>,
+) -> Result<String, ArgError> {
+    let mut name = match database {
         None => format!("{kind}:{}", ledger.name),
         Some(database) => format!("{kind}:{database}.{}", ledger.name),
     };
+    if let Some(environment) = environment {
+        name = format!("{name}:{environment}");
+    }
     job_name("job_name", &name).map_err(|_| {
-        ArgError::new("job_name", format!("the default {kind}:[<database>.]<ledger_schema> would be longer than 63 bytes; name the job"))
+        let form = if environment.is_some() { ":<environment>" } else { "" };
+        ArgError::new(
+            "job_name",
+            format!("the default {kind}:[<database>.]<ledger_schema>{form} would be longer than 63 bytes or not a job name; name the job"),
+        )
     })
 }
 
@@ -161,6 +180,17 @@ pub struct ReconcileJob {
     pub max_snapshot_age: (i32, i32, i64),
     pub absent_confirmations: i32,
     pub max_absent_ratio: f32,
+    /// The operations' environment reconciled (validated: args::environment).
+    pub environment: String,
+}
+
+/// The environment of a scheduled reconciliation: written into the job's
+/// command, so it must not end its dollar quote.
+pub fn job_environment(environment: &str) -> Result<(), ArgError> {
+    if environment.contains(TAG) {
+        return Err(ArgError::new("environment", format!("must not contain {TAG}")));
+    }
+    Ok(())
 }
 
 /// The dollar-quote tag of a job's DO block (job names may not contain it).
@@ -184,14 +214,26 @@ fn job_command(job_name: &str, check: &str, call: &str) -> String {
 /// What the reconciliation job runs: the latest snapshot with the job's
 /// options; the job fails when the run is blocked or finds no fresh snapshot
 /// (its history row committed first: run_reconciliation_job).
+/// 'production' runs the procedure of earlier releases, with the same command
+/// text as they wrote; another environment runs
+/// run_reconciliation_job_in_environment, which names it.
 pub fn reconcile_command(job_name: &str, ledger: &SchemaName, job: &ReconcileJob) -> String {
     let (m, d, u) = job.minimum_age;
     let (sm, sd, su) = job.max_snapshot_age;
+    let (procedure, signature, environment) = if job.environment == crate::args::DEFAULT_ENVIRONMENT {
+        ("run_reconciliation_job", "integer, interval, interval, integer, real, name", String::new())
+    } else {
+        (
+            "run_reconciliation_job_in_environment",
+            "text, integer, interval, interval, integer, real, name",
+            format!("environment => {}, ", crate::args::sql_literal(&job.environment)),
+        )
+    };
     job_command(
         job_name,
-        "runtime_sandbox.run_reconciliation_job(integer, interval, interval, integer, real, name)",
+        &format!("runtime_sandbox.{procedure}({signature})"),
         &format!(
-            "CALL runtime_sandbox.run_reconciliation_job(batch_size => {}, minimum_age => {}, max_snapshot_age => {}, \
+            "CALL runtime_sandbox.{procedure}({environment}batch_size => {}, minimum_age => {}, max_snapshot_age => {}, \
              absent_confirmations => {}, max_absent_ratio => {}, ledger_schema => {})",
             job.batch_size,
             interval_sql(m, d, u),
@@ -275,6 +317,7 @@ mod tests {
             max_snapshot_age: (1, 2, 1_500_000),
             absent_confirmations: 2,
             max_absent_ratio: 0.5,
+            environment: "production".into(),
         };
         let command = reconcile_command("nightly 'x'", &ledger, &job);
         assert!(command.starts_with("DO $runtime_sandbox_job$\nBEGIN\n"), "{command}");
@@ -296,6 +339,20 @@ mod tests {
             "{backfill}"
         );
         assert_eq!(literal("a'b"), "'a''b'");
+        // Another environment: its own procedure, the environment quoted.
+        let staging = reconcile_command("s", &ledger, &ReconcileJob { environment: "o'hara\\x".into(), ..job.clone() });
+        assert!(
+            staging.contains("'runtime_sandbox.run_reconciliation_job_in_environment(text, integer, interval, interval, integer, real, name)'"),
+            "{staging}"
+        );
+        assert!(staging.contains("CALL runtime_sandbox.run_reconciliation_job_in_environment(environment => E'o''hara\\\\x', batch_size => 500,"), "{staging}");
+        assert!(job_environment("a$runtime_sandbox_job$b").is_err());
+        assert!(job_environment("staging").is_ok());
+        assert_eq!(
+            default_job_name_in("reconcile_daytona", &ledger, Some("app"), Some("staging")).unwrap(),
+            "reconcile_daytona:app.ops_ledger:staging"
+        );
+        assert_eq!(default_job_name_in("reconcile_daytona", &ledger, None, Some(&"e".repeat(60))).unwrap_err().argument, "job_name");
         assert_eq!(default_job_name("reconcile_daytona", &ledger, None).unwrap(), "reconcile_daytona:ops_ledger");
         assert_eq!(default_job_name("reconcile_daytona", &ledger, Some("app")).unwrap(), "reconcile_daytona:app.ops_ledger");
         let long = schema_name("ledger_schema", &"l".repeat(63)).unwrap();

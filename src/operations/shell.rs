@@ -14,6 +14,8 @@ use crate::shell::{check, existing_schema, raise_with_hint};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use crate::shell::spi::ReadValue;
 use pgrx::prelude::*;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::AllocatedByRust;
 use pgrx::spi::SpiClient;
 use pgrx::PgSqlErrorCode;
 
@@ -24,6 +26,17 @@ const NEWEST_SNAPSHOTS: &str = include_str!("../../sql/queries/operations/newest
 const NEWEST_SNAPSHOTS_LOCKED: &str = include_str!("../../sql/queries/operations/newest_snapshots_locked.sql");
 const SNAPSHOT_ITEMS: &str = include_str!("../../sql/queries/operations/snapshot_items.sql");
 const RECORD_SNAPSHOT_RUN: &str = include_str!("../../sql/queries/operations/record_snapshot_run.sql");
+// The same statements for a ledger installed before 0.4.0 (no environment column; 'production' only).
+const INSERT_SNAPSHOT_WITHOUT_ENVIRONMENT: &str =
+    include_str!("../../sql/queries/operations/insert_snapshot_without_environment.sql");
+const PRUNABLE_SNAPSHOTS_WITHOUT_ENVIRONMENT: &str =
+    include_str!("../../sql/queries/operations/prunable_snapshots_without_environment.sql");
+const NEWEST_SNAPSHOTS_WITHOUT_ENVIRONMENT: &str =
+    include_str!("../../sql/queries/operations/newest_snapshots_without_environment.sql");
+const NEWEST_SNAPSHOTS_LOCKED_WITHOUT_ENVIRONMENT: &str =
+    include_str!("../../sql/queries/operations/newest_snapshots_locked_without_environment.sql");
+const RECORD_SNAPSHOT_RUN_WITHOUT_ENVIRONMENT: &str =
+    include_str!("../../sql/queries/operations/record_snapshot_run_without_environment.sql");
 
 /// What recording and reading snapshots need in the ledger.
 const SNAPSHOT_NEEDS: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
@@ -46,17 +59,43 @@ fn latest_needs(dry_run: bool) -> Vec<&'static str> {
     needs
 }
 
-/// Record one complete provider listing (validated and normalized exactly as
-/// reconcile_daytona's inventory) and prune all but the newest `keep_last`
-/// snapshots of the provider. Returns the snapshot id.
-#[pg_extern(volatile, parallel_unsafe)]
+/// Record one complete provider listing of one environment (validated and
+/// normalized exactly as reconcile_daytona's inventory) and prune all but the
+/// newest `keep_last` snapshots of the provider and environment. Returns the
+/// snapshot id.
+#[pg_extern(name = "record_inventory_snapshot", volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
-fn record_inventory_snapshot(
+fn record_inventory_snapshot_of(
     provider: Option<&str>,
     items: Option<JsonbBytes>,
     captured_at: Option<TimestampWithTimeZone>,
     keep_last: default!(Option<i32>, 20),
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+    environment: default!(Option<&str>, "'production'"),
+) -> i64 {
+    record_snapshot(provider, items, captured_at, keep_last, ledger_schema, environment)
+}
+
+/// The 0.2.0 and 0.3.0 signature (no `environment`), kept so such a catalog
+/// works until `ALTER EXTENSION ... UPDATE`: it records 'production'.
+#[pg_extern(sql = false)]
+fn record_inventory_snapshot(
+    provider: Option<&str>,
+    items: Option<JsonbBytes>,
+    captured_at: Option<TimestampWithTimeZone>,
+    keep_last: Option<i32>,
+    ledger_schema: Option<Name>,
+) -> i64 {
+    record_snapshot(provider, items, captured_at, keep_last, ledger_schema, Some(args::DEFAULT_ENVIRONMENT))
+}
+
+fn record_snapshot(
+    provider: Option<&str>,
+    items: Option<JsonbBytes>,
+    captured_at: Option<TimestampWithTimeZone>,
+    keep_last: Option<i32>,
+    ledger_schema: Option<Name>,
+    environment: Option<&str>,
 ) -> i64 {
     let provider = check(rules::provider(check(summary::required("provider", provider))));
     // The inventory's rules, under this argument's name.
@@ -69,26 +108,38 @@ fn record_inventory_snapshot(
     check(rules::captured_not_ahead(captured_micros, unsafe { pg_sys::GetCurrentTimestamp() }));
     let keep_last = check(rules::keep_last(check(summary::required("keep_last", keep_last))));
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
+    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let schema = existing_schema("ledger_schema", ledger_schema.as_str());
 
     let access = crate::ledger::require(&schema, SNAPSHOT_NEEDS, "record_inventory_snapshot");
+    let present = access.environment_column(&schema, "provider_inventory_snapshots", &environment, "record_inventory_snapshot");
     crate::shell::standby::refuse_writes("record_inventory_snapshot");
     access.run(|| Spi::connect_mut(|client| {
         let ledger = Ledger { quoted: &schema.quoted };
-        let (table, _) = execute(
-            client,
-            &ledger.sql(INSERT_SNAPSHOT),
-            &[
-                provider.into(),
-                captured_at.into(),
-                items.sandbox_ids.into(),
-                items.routing_domains.into(),
-                items.operation_keys.into(),
-            ],
-        );
+        // A ledger installed before 0.4.0 holds only 'production' snapshots, in a table without the column.
+        let mut params = vec![
+            provider.into(),
+            captured_at.into(),
+            items.sandbox_ids.into(),
+            items.routing_domains.into(),
+            items.operation_keys.into(),
+        ];
+        let insert = if present {
+            params.push(environment.name.as_str().into());
+            INSERT_SNAPSHOT
+        } else {
+            INSERT_SNAPSHOT_WITHOUT_ENVIRONMENT
+        };
+        let (table, _) = execute(client, &ledger.sql(insert), &params);
         let snapshot_id = table.first().get::<i64>(1).read_value().expect("INSERT ... RETURNING returns the id");
         let (prunable, _) =
-            execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS), &[provider.into(), (keep_last as i64).into(), snapshot_id.into()]);
+            if present {
+                let params = [provider.into(), (keep_last as i64).into(), snapshot_id.into(), environment.name.as_str().into()];
+                execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS), &params)
+            } else {
+                let params = [provider.into(), (keep_last as i64).into(), snapshot_id.into()];
+                execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS_WITHOUT_ENVIRONMENT), &params)
+            };
         let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).read_value()).collect();
         // One snapshot at a time: each delete is an index range of its items.
         for id in prunable {
@@ -98,11 +149,12 @@ fn record_inventory_snapshot(
     }))
 }
 
-/// Reconcile the ledger against the newest recorded Daytona snapshot.
+/// Reconcile the ledger's operations of one environment against the newest
+/// recorded Daytona snapshot of that environment.
 #[allow(clippy::too_many_arguments)]
-#[pg_extern(volatile, parallel_unsafe, requires = ["reconcile_types"])]
+#[pg_extern(name = "reconcile_daytona_latest", volatile, parallel_unsafe, requires = ["reconcile_types"])]
 #[search_path(pg_catalog, pg_temp)]
-fn reconcile_daytona_latest(
+fn reconcile_daytona_latest_in(
     dry_run: default!(Option<bool>, false),
     batch_size: default!(Option<i32>, 500),
     minimum_age: default!(Option<Interval>, "'10 minutes'"),
@@ -110,31 +162,73 @@ fn reconcile_daytona_latest(
     absent_confirmations: default!(Option<i32>, 2),
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
     max_absent_ratio: default!(Option<f32>, 0.5),
+    environment: default!(Option<&str>, "'production'"),
 ) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
+    reconcile_latest(dry_run, batch_size, minimum_age, max_snapshot_age, absent_confirmations, ledger_schema, max_absent_ratio, environment)
+}
+
+/// The 0.2.0 and 0.3.0 signature (no `environment`), kept so such a catalog
+/// (and its pg_cron jobs) works until `ALTER EXTENSION ... UPDATE`: 'production'.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(sql = false)]
+fn reconcile_daytona_latest(
+    dry_run: Option<bool>,
+    batch_size: Option<i32>,
+    minimum_age: Option<Interval>,
+    max_snapshot_age: Option<Interval>,
+    absent_confirmations: Option<i32>,
+    ledger_schema: Option<Name>,
+    max_absent_ratio: Option<f32>,
+) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
+    let environment = Some(args::DEFAULT_ENVIRONMENT);
+    reconcile_latest(dry_run, batch_size, minimum_age, max_snapshot_age, absent_confirmations, ledger_schema, max_absent_ratio, environment)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reconcile_latest(
+    dry_run: Option<bool>,
+    batch_size: Option<i32>,
+    minimum_age: Option<Interval>,
+    max_snapshot_age: Option<Interval>,
+    absent_confirmations: Option<i32>,
+    ledger_schema: Option<Name>,
+    max_absent_ratio: Option<f32>,
+    environment: Option<&str>,
+) -> PgHeapTuple<'static, AllocatedByRust> {
     let max_snapshot_age = check(summary::required("max_snapshot_age", max_snapshot_age));
     check(rules::max_snapshot_age(max_snapshot_age.months(), max_snapshot_age.days(), max_snapshot_age.micros()));
     let confirmations =
         check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
-    let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
+    let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
     let access = crate::ledger::require(&options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
+    let function = "reconcile_daytona_latest";
+    let snapshots_environment =
+        access.environment_column(&options.ledger, "provider_inventory_snapshots", &options.environment, function);
+    let runs_environment =
+        !options.dry_run && access.environment_column(&options.ledger, "reconciliation_runs", &options.environment, function);
     if !options.dry_run {
         crate::shell::standby::refuse_writes("reconcile_daytona_latest");
     }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = reconcile::jit(client, "off");
         let started_at = reconcile::now();
-        let (summary, reconciled) = if reconcile::take_guard(client, &options) {
-            latest(client, &options, max_snapshot_age, confirmations)
+        let (mut summary, reconciled) = if reconcile::take_guard(client, &options) {
+            latest(client, &options, snapshots_environment, max_snapshot_age, confirmations)
         } else {
             (Summary::empty(0, false, Status::SkippedConcurrent), None)
         };
+        summary.environment = options.environment.name.clone();
         if !options.dry_run {
-            let ledger = Ledger { quoted: &options.ledger.quoted };
-            let (table, _) = execute(
-                client,
-                &ledger.sql(RECORD_SNAPSHOT_RUN),
-                &[started_at.into(), summary.status.as_str().into(), summary.to_json().into(), reconciled.into()],
-            );
+            let ledger = options.ledger();
+            let mut params =
+                vec![started_at.into(), summary.status.as_str().into(), summary.to_json().into(), reconciled.into()];
+            let record = if runs_environment {
+                params.push(options.environment.name.as_str().into());
+                RECORD_SNAPSHOT_RUN
+            } else {
+                RECORD_SNAPSHOT_RUN_WITHOUT_ENVIRONMENT
+            };
+            let (table, _) = execute(client, &ledger.sql(record), &params);
             let run_id = table.first().get::<i64>(1).read_value().unwrap_or(0);
             reconcile::alert(client, &options.ledger, run_id, &summary);
         }
@@ -150,16 +244,23 @@ fn reconcile_daytona_latest(
 fn latest(
     client: &mut SpiClient,
     options: &Options,
+    snapshots_environment: bool,
     max_snapshot_age: Interval,
     confirmations: i32,
 ) -> (Summary, Option<i64>) {
-    let ledger = Ledger { quoted: &options.ledger.quoted };
-    let newest = if options.dry_run { NEWEST_SNAPSHOTS } else { NEWEST_SNAPSHOTS_LOCKED };
-    let (table, _) = execute(
-        client,
-        &ledger.sql(newest),
-        &[(confirmations as i64).into(), max_snapshot_age.into()],
-    );
+    let ledger = options.ledger();
+    let mut params = vec![(confirmations as i64).into(), max_snapshot_age.into()];
+    let newest = match (options.dry_run, snapshots_environment) {
+        (true, true) => NEWEST_SNAPSHOTS,
+        (false, true) => NEWEST_SNAPSHOTS_LOCKED,
+        // A ledger installed before 0.4.0: only 'production' snapshots, in a table without the column.
+        (true, false) => NEWEST_SNAPSHOTS_WITHOUT_ENVIRONMENT,
+        (false, false) => NEWEST_SNAPSHOTS_LOCKED_WITHOUT_ENVIRONMENT,
+    };
+    if snapshots_environment {
+        params.push(options.environment.name.as_str().into());
+    }
+    let (table, _) = execute(client, &ledger.sql(newest), &params);
     let snapshots: Vec<(i64, TimestampWithTimeZone, bool)> = table
         .filter_map(|row| {
             Some((
@@ -244,7 +345,7 @@ fn parts(interval: Interval) -> (i32, i32, i64) {
 #[allow(clippy::too_many_arguments)]
 #[pg_extern(name = "schedule_reconciliation", volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
-fn schedule_reconciliation_with(
+fn schedule_reconciliation_of(
     schedule: default!(Option<&str>, "'*/5 * * * *'"),
     job_name: default!(Option<&str>, "NULL"),
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
@@ -254,6 +355,7 @@ fn schedule_reconciliation_with(
     max_absent_ratio: default!(Option<f32>, 0.5),
     batch_size: default!(Option<i32>, 500),
     database: default!(Option<Name>, "NULL"),
+    environment: default!(Option<&str>, "'production'"),
 ) -> i64 {
     let schedule = check(rules::cron_schedule(check(summary::required("schedule", schedule))));
     let confirmations = check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
@@ -264,33 +366,67 @@ fn schedule_reconciliation_with(
     let max_absent_ratio = check(summary::max_absent_ratio(check(summary::required("max_absent_ratio", max_absent_ratio))));
     let batch_size = check(args::batch_size(check(summary::required("batch_size", batch_size))));
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
+    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
+    check(rules::job_environment(&environment.name));
     let target = target(database);
     let ledger = match target.database {
         None => existing_schema("ledger_schema", ledger_schema.as_str()),
         Some(_) => check(args::schema_name("ledger_schema", ledger_schema.as_str())),
     };
-    let job = job(job_name, RECONCILE_JOB, &ledger, &target);
+    let job = reconcile_job(job_name, &ledger, &target, &environment);
     let options = rules::ReconcileJob {
         batch_size,
         minimum_age: parts(minimum_age),
         max_snapshot_age: parts(max_snapshot_age),
         absent_confirmations: confirmations,
         max_absent_ratio,
+        environment: environment.name.clone(),
     };
     let command = rules::reconcile_command(&job, &ledger, &options);
     if target.database.is_none() {
         // The job will run as whoever schedules it: that role must be able to act as the ledger's owner.
-        crate::ledger::require(&ledger, &latest_needs(false), "schedule_reconciliation");
+        let access = crate::ledger::require(&ledger, &latest_needs(false), "schedule_reconciliation");
+        for table in ["provider_inventory_snapshots", "reconciliation_runs"] {
+            access.environment_column(&ledger, table, &environment, "schedule_reconciliation");
+        }
     }
     crate::shell::standby::refuse_writes("schedule_reconciliation");
     Spi::connect_mut(|client| schedule_job(client, "schedule_reconciliation", &job, &schedule, &command, &target))
+}
+
+/// The 0.3.0 signature (no `environment`), kept so a 0.3.0 catalog works until `ALTER EXTENSION ... UPDATE`.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(sql = false)]
+fn schedule_reconciliation_with(
+    schedule: Option<&str>,
+    job_name: Option<&str>,
+    ledger_schema: Option<Name>,
+    absent_confirmations: Option<i32>,
+    minimum_age: Option<Interval>,
+    max_snapshot_age: Option<Interval>,
+    max_absent_ratio: Option<f32>,
+    batch_size: Option<i32>,
+    database: Option<Name>,
+) -> i64 {
+    schedule_reconciliation_of(
+        schedule,
+        job_name,
+        ledger_schema,
+        absent_confirmations,
+        minimum_age,
+        max_snapshot_age,
+        max_absent_ratio,
+        batch_size,
+        database,
+        Some(args::DEFAULT_ENVIRONMENT),
+    )
 }
 
 /// The 0.2.0 signature, kept so a 0.2.0 catalog works until `ALTER EXTENSION ... UPDATE`.
 #[pg_extern(sql = false)]
 fn schedule_reconciliation(schedule: Option<&str>, job_name: Option<&str>, ledger_schema: Option<Name>) -> i64 {
     let day = |micros: i64| Interval::new(0, 0, micros).ok();
-    schedule_reconciliation_with(
+    schedule_reconciliation_of(
         schedule,
         job_name,
         ledger_schema,
@@ -300,28 +436,37 @@ fn schedule_reconciliation(schedule: Option<&str>, job_name: Option<&str>, ledge
         Some(0.5),
         Some(500),
         None,
+        Some(args::DEFAULT_ENVIRONMENT),
     )
 }
 
 /// Remove the reconciliation job; false when there was none.
 #[pg_extern(name = "unschedule_reconciliation", volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
-fn unschedule_reconciliation_in(
+fn unschedule_reconciliation_of(
     job_name: default!(Option<&str>, "NULL"),
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
     database: default!(Option<Name>, "NULL"),
+    environment: default!(Option<&str>, "'production'"),
 ) -> bool {
     let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
+    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let target = target(database);
-    let job = job(job_name, RECONCILE_JOB, &ledger, &target);
+    let job = reconcile_job(job_name, &ledger, &target, &environment);
     crate::shell::standby::refuse_writes("unschedule_reconciliation");
     Spi::connect_mut(|client| unschedule_job(client, "unschedule_reconciliation", &job, &target))
+}
+
+/// The 0.3.0 signature (see schedule_reconciliation_with).
+#[pg_extern(sql = false)]
+fn unschedule_reconciliation_in(job_name: Option<&str>, ledger_schema: Option<Name>, database: Option<Name>) -> bool {
+    unschedule_reconciliation_of(job_name, ledger_schema, database, Some(args::DEFAULT_ENVIRONMENT))
 }
 
 /// The 0.2.0 signature (see schedule_reconciliation).
 #[pg_extern(sql = false)]
 fn unschedule_reconciliation(job_name: Option<&str>, ledger_schema: Option<Name>) -> bool {
-    unschedule_reconciliation_in(job_name, ledger_schema, None)
+    unschedule_reconciliation_of(job_name, ledger_schema, None, Some(args::DEFAULT_ENVIRONMENT))
 }
 
 /// Schedule `CALL run_sandbox_operation_backfill(...)` with pg_cron.
@@ -387,6 +532,20 @@ fn unschedule_sandbox_operation_backfill(job_name: Option<&str>, ledger_schema: 
 }
 
 /// The job's name: the caller's, or `<kind>:[<database>.]<ledger_schema>`.
+/// The reconciliation job's name: given, or the default of its ledger and
+/// environment ('production' keeps the name of earlier releases).
+fn reconcile_job(job_name: Option<&str>, ledger: &SchemaName, target: &Target, environment: &args::Environment) -> String {
+    match job_name {
+        Some(name) => check(rules::job_name("job_name", name)),
+        None => check(rules::default_job_name_in(
+            RECONCILE_JOB,
+            ledger,
+            target.database.as_deref(),
+            (!environment.is_default()).then_some(environment.name.as_str()),
+        )),
+    }
+}
+
 fn job(job_name: Option<&str>, kind: &str, ledger: &SchemaName, target: &Target) -> String {
     match job_name {
         Some(name) => check(rules::job_name("job_name", name)),

@@ -19,7 +19,7 @@ pub(crate) mod shell;
 use pgrx::prelude::*;
 
 extension_sql_file!("../../sql/extension/reconcile_types.sql", name = "reconcile_types", requires = ["schema"]);
-extension_sql_file!("../../sql/extension/reconcile_api.sql", name = "reconcile_api", requires = [reconcile_daytona_guarded]);
+extension_sql_file!("../../sql/extension/reconcile_api.sql", name = "reconcile_api", requires = [reconcile_daytona_in]);
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]

@@ -266,7 +266,8 @@ fn reconcile_duplicate_labels_recover_nothing_and_fail_closed() {
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": false,
             "status": "blocked_unowned_sandboxes",
             // The ledger was read (one live operation), absence never looked at.
-            "absent_candidates": null, "live_operations": 1, "snapshot_id": null, "confirming_snapshots": null
+            "absent_candidates": null, "live_operations": 1, "snapshot_id": null, "confirming_snapshots": null,
+            "environment": "production", "unowned_in_other_environments": {}
         })
     );
     // The select sees both items (2 rows), so recovery runs and promotes none.
@@ -552,7 +553,8 @@ fn reconcile_dry_run_leaves_every_table_byte_identical() {
             "seeded_leases": 0, "released_terminal_leases": 0, "marked_deleted": 0,
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": true,
             "status": "planned",
-            "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null
+            "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null,
+            "environment": "production", "unowned_in_other_environments": null
         })
     );
     let applied = l.reconcile(&inventory, false, "");
@@ -564,7 +566,8 @@ fn reconcile_dry_run_leaves_every_table_byte_identical() {
             "seeded_leases": 1, "released_terminal_leases": 1, "marked_deleted": 1,
             "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
             "status": "applied",
-            "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null
+            "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null,
+            "environment": "production", "unowned_in_other_environments": null
         })
     );
     let history = rows("SELECT status, dry_run, summary - 'diagnostics' AS summary, finished_at >= started_at AS ordered \
@@ -585,7 +588,7 @@ fn reconcile_returns_named_columns() {
         "provider,provider_sandbox_count,matched_live_sandboxes,unmatched_provider_sandbox_ids,live_leases_to_seed,\
          absent_ledger_rows,seeded_leases,released_terminal_leases,marked_deleted,recovered_reserved_operations,\
          has_more_absent_ledger_rows,dry_run,status,diagnostics,absent_candidates,live_operations,snapshot_id,\
-         confirming_snapshots"
+         confirming_snapshots,environment,unowned_in_other_environments"
     );
     assert_eq!(
         text("SELECT status || ':' || provider_sandbox_count || ':' || cardinality(diagnostics) \
@@ -662,6 +665,9 @@ fn reconcile_rejects_every_bad_input_and_writes_nothing() {
         (&format!("{ok}, max_absent_ratio => 1.5"), "invalid argument max_absent_ratio: must be greater than 0 and at most 1, got 1.5"),
         (&format!("{ok}, max_absent_ratio => 'NaN'"), "invalid argument max_absent_ratio: must be greater than 0 and at most 1, got NaN"),
         (&format!("{ok}, max_absent_ratio => NULL"), "invalid argument max_absent_ratio: must not be NULL"),
+        (&format!("{ok}, environment => NULL"), "invalid argument environment: must not be NULL"),
+        (&format!("{ok}, environment => ''"), "invalid argument environment: must not be empty"),
+        (&format!("{ok}, environment => ' prod'"), "invalid argument environment: \" prod\" begins or ends with white space"),
     ];
     for (args, expected) in cases {
         let got = text(&format!("SELECT pg_temp.try_reconcile($a${args}$a$)")).unwrap();
@@ -810,7 +816,8 @@ fn reconcile_valve_in_a_dry_run_reports_every_count() {
             "seeded_leases": 0, "released_terminal_leases": 0, "marked_deleted": 0,
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": true, "dry_run": true,
             "status": "blocked_mass_absence",
-            "absent_candidates": 29, "live_operations": 31, "snapshot_id": null, "confirming_snapshots": null
+            "absent_candidates": 29, "live_operations": 31, "snapshot_id": null, "confirming_snapshots": null,
+            "environment": "production", "unowned_in_other_environments": null
         })
     );
     assert_eq!(
@@ -847,7 +854,8 @@ fn reconcile_blocked_apply_keeps_only_the_phases_before_the_valve() {
             "seeded_leases": 0, "released_terminal_leases": 1, "marked_deleted": 0,
             "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
             "status": "blocked_mass_absence",
-            "absent_candidates": 20, "live_operations": 21, "snapshot_id": null, "confirming_snapshots": null
+            "absent_candidates": 20, "live_operations": 21, "snapshot_id": null, "confirming_snapshots": null,
+            "environment": "production", "unowned_in_other_environments": null
         })
     );
     // No seeding, no marking, no second release pass.
@@ -1162,4 +1170,203 @@ fn reconcile_many_lost_creates_recover_in_steps_with_the_same_rules() {
         rows("SELECT sandbox_id, routing_domain, provider FROM rc_steps.runtime_sandbox_capacity_leases WHERE lease_id = 'k010'"),
         json!([{"sandbox_id": "sb-10", "routing_domain": null, "provider": "daytona"}])
     );
+}
+
+// ---- The environment argument (0.4.0): two environments in one ledger are
+// reconciled apart, phase by phase; 'production' stays the default.
+
+impl Ledger {
+    /// A live (or other state) operation of `environment`, created a day ago.
+    fn op_in(&self, environment: &str, key: &str, state: &str, sandbox: &str) {
+        run(&format!(
+            "INSERT INTO {s}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, environment, \
+             sandbox_id, state, provider_created_at) \
+             VALUES ('{key}', 'daytona', 'run-{key}', 1, 'org-1', '{environment}', '{sandbox}', '{state}', now() - interval '1 day')",
+            s = self.s
+        ));
+    }
+}
+
+fn sandboxes(ids: &[&str]) -> Value {
+    Value::Array(ids.iter().map(|id| json!({"sandboxId": id})).collect())
+}
+
+#[pg_test]
+fn reconcile_two_environments_apart_phase_by_phase() {
+    let l = Ledger::new("rc_envs");
+    // staging: one listed, one gone, one reserved-free; production: the same shape.
+    l.op_in("staging", "s1", "live", "sb-s1");
+    l.op_in("staging", "s2", "live", "sb-s2");
+    l.op_in("production", "p1", "live", "sb-p1");
+    l.op_in("production", "p2", "live", "sb-p2");
+    // A terminal lease of a production sandbox: released by any environment's run (ledger-wide, as the seed).
+    l.op_in("production", "p3", "deleted", "sb-p3");
+    l.lease("lease-p3", "run-p3", Some("sb-p3"), false);
+    l.cleanup("sb-p3", "run-p3", "deleted", None);
+
+    // The staging listing reconciled as production (the default): every sandbox looks unowned, and the
+    // result says whose they are.
+    let wrong = l.reconcile(&sandboxes(&["sb-s1", "sb-s2"]), true, "");
+    assert_eq!(wrong["status"], "blocked_unowned_sandboxes");
+    assert_eq!(wrong["environment"], "production");
+    assert_eq!(wrong["unowned_in_other_environments"], json!({"staging": 2}));
+
+    // A production listing that also holds a staging sandbox fails closed as before, naming it.
+    let before = l.checksum();
+    let mixed = l.reconcile(&sandboxes(&["sb-p1", "sb-s1"]), false, ", max_absent_ratio => 1");
+    assert_eq!(mixed["status"], "blocked_unowned_sandboxes");
+    assert_eq!(mixed["unmatched_provider_sandbox_ids"], json!(["sb-s1"]));
+    assert_eq!(mixed["unowned_in_other_environments"], json!({"staging": 1}));
+    assert_eq!(mixed["seeded_leases"], 0);
+    assert_eq!(mixed["marked_deleted"], 0);
+    assert_eq!(l.state("p2"), "live");
+    assert_ne!(l.checksum(), before, "the first pass released the terminal lease, as the seed does");
+    assert_eq!(int("SELECT count(*) FROM rc_envs.runtime_sandbox_capacity_leases WHERE released_at IS NULL"), 0);
+
+    // Staging, applied: its own sandbox seeded, its own absent one marked; production untouched.
+    let staging = l.reconcile(&sandboxes(&["sb-s1"]), false, ", environment => 'staging'");
+    assert_eq!(staging["status"], "applied");
+    assert_eq!(staging["environment"], "staging");
+    assert_eq!(staging["unowned_in_other_environments"], Value::Null);
+    assert_eq!(staging["matched_live_sandboxes"], 1);
+    assert_eq!(staging["live_operations"], 2);
+    assert_eq!(staging["absent_candidates"], 1);
+    assert_eq!(staging["seeded_leases"], 1);
+    assert_eq!(staging["marked_deleted"], 1);
+    assert_eq!(l.state("s2"), "deleted");
+    assert_eq!(l.state("p1"), "live");
+    assert_eq!(l.state("p2"), "live");
+    assert_eq!(
+        rows("SELECT sandbox_id, environment, status FROM rc_envs.sandbox_cleanup_jobs_v2 WHERE sandbox_id <> 'sb-p3' ORDER BY 1"),
+        json!([{"sandbox_id": "sb-s2", "environment": "staging", "status": "deleted"}])
+    );
+    assert_eq!(
+        rows("SELECT sandbox_id FROM rc_envs.runtime_sandbox_capacity_leases WHERE released_at IS NULL ORDER BY 1"),
+        json!([{"sandbox_id": "sb-s1"}])
+    );
+
+    // Production, applied with its own listing: sb-p1 seeded, sb-p2 marked; staging's rows unchanged.
+    let production = l.reconcile(&sandboxes(&["sb-p1"]), false, "");
+    assert_eq!(production["status"], "applied");
+    assert_eq!(production["environment"], "production");
+    assert_eq!(production["live_operations"], 2);
+    assert_eq!(production["matched_live_sandboxes"], 1);
+    assert_eq!(production["seeded_leases"], 1);
+    assert_eq!(production["marked_deleted"], 1);
+    assert_eq!(l.state("s1"), "live");
+    assert_eq!(l.state("p2"), "deleted");
+    // The history names each run's environment.
+    assert_eq!(
+        rows("SELECT environment, status FROM rc_envs.reconciliation_runs ORDER BY id"),
+        json!([
+            {"environment": "production", "status": "blocked_unowned_sandboxes"},
+            {"environment": "staging", "status": "applied"},
+            {"environment": "production", "status": "applied"}
+        ])
+    );
+    // The health view: one row per environment.
+    assert_eq!(
+        rows("SELECT environment, last_status, consecutive_blocked_runs FROM rc_envs.reconciliation_health ORDER BY environment"),
+        json!([
+            {"environment": "production", "last_status": "applied", "consecutive_blocked_runs": 0},
+            {"environment": "staging", "last_status": "applied", "consecutive_blocked_runs": 0}
+        ])
+    );
+}
+
+#[pg_test]
+fn reconcile_latest_reads_only_its_environments_snapshots() {
+    let l = Ledger::new("rc_env_snap");
+    l.op_in("staging", "s1", "live", "sb-s1");
+    l.op_in("production", "p1", "live", "sb-p1");
+    let record = |items: &[&str], environment: &str| {
+        int(&format!(
+            "SELECT runtime_sandbox.record_inventory_snapshot('daytona', '{}', now(), keep_last => 1, \
+             ledger_schema => 'rc_env_snap', environment => '{environment}')",
+            sandboxes(items)
+        ))
+    };
+    let latest = |environment: &str| -> Value {
+        serde_json::from_str(
+            &text(&format!(
+                "SELECT to_jsonb(r)::text FROM runtime_sandbox.reconcile_daytona_latest(dry_run => true, \
+                 ledger_schema => 'rc_env_snap', environment => '{environment}') r"
+            ))
+            .unwrap(),
+        )
+        .unwrap()
+    };
+    // Only a production snapshot: staging has none to reconcile (never production's listing).
+    let production_snapshot = record(&["sb-p1"], "production");
+    let staging = latest("staging");
+    assert_eq!(staging["status"], "no_fresh_snapshot");
+    assert_eq!(staging["environment"], "staging");
+    assert_eq!(staging["snapshot_id"], Value::Null);
+    // A staging snapshot, newer than production's: each environment reconciles its own.
+    let staging_snapshot = record(&["sb-s1"], "staging");
+    assert_eq!(latest("staging")["snapshot_id"], staging_snapshot);
+    assert_eq!(latest("staging")["status"], "planned");
+    assert_eq!(latest("production")["snapshot_id"], production_snapshot);
+    assert_eq!(latest("production")["status"], "planned");
+    // keep_last prunes per environment: a second staging snapshot leaves production's alone.
+    let newer = record(&["sb-s1"], "staging");
+    assert_eq!(
+        rows("SELECT snapshot_id, environment FROM rc_env_snap.provider_inventory_snapshots ORDER BY snapshot_id"),
+        json!([{"snapshot_id": production_snapshot, "environment": "production"}, {"snapshot_id": newer, "environment": "staging"}])
+    );
+    assert_eq!(
+        rows("SELECT environment, newest_snapshot_id FROM rc_env_snap.reconciliation_health ORDER BY environment"),
+        json!([{"environment": "production", "newest_snapshot_id": production_snapshot}, {"environment": "staging", "newest_snapshot_id": newer}])
+    );
+}
+
+#[pg_test]
+fn reconcile_ledger_of_0_3_0_keeps_production_and_refuses_other_environments() {
+    // A ledger installed by 0.3.0: no environment column on the history and snapshot tables.
+    let l = Ledger::new("rc_env_old");
+    run("DROP VIEW rc_env_old.reconciliation_health");
+    run("ALTER TABLE rc_env_old.reconciliation_runs DROP COLUMN environment");
+    run("ALTER TABLE rc_env_old.provider_inventory_snapshots DROP COLUMN environment");
+    l.op_in("production", "p1", "live", "sb-p1");
+    let problems = rows("SELECT object, severity FROM runtime_sandbox.check_ledger('rc_env_old') WHERE object LIKE '%environment%'");
+    assert_eq!(
+        problems,
+        json!([
+            {"object": "rc_env_old.reconciliation_runs.environment", "severity": "warning"},
+            {"object": "rc_env_old.reconciliation_runs (provider, environment, id)", "severity": "warning"},
+            {"object": "rc_env_old.provider_inventory_snapshots.environment", "severity": "warning"}
+        ])
+    );
+    // production: recorded, reconciled, history written, as in 0.3.0.
+    run("SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{\"sandboxId\": \"sb-p1\"}]', now(), ledger_schema => 'rc_env_old')");
+    assert_eq!(l.reconcile(&sandboxes(&["sb-p1"]), false, "")["status"], "applied");
+    assert_eq!(
+        text("SELECT status FROM runtime_sandbox.reconcile_daytona_latest(ledger_schema => 'rc_env_old')").as_deref(),
+        Some("applied")
+    );
+    assert_eq!(int("SELECT count(*) FROM rc_env_old.reconciliation_runs"), 2);
+    // Another environment: refused with the DDL that adds the column, nothing written.
+    run(r#"CREATE FUNCTION pg_temp.try_env(sql text) RETURNS text LANGUAGE plpgsql AS $f$
+           BEGIN EXECUTE sql; RETURN 'ok';
+           EXCEPTION WHEN others THEN RETURN SQLSTATE || ' ' || SQLERRM; END $f$"#);
+    let before = l.checksum();
+    for call in [
+        "SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[]', now(), ledger_schema => 'rc_env_old', environment => 'staging')",
+        "SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, ledger_schema => 'rc_env_old', environment => 'staging')",
+        "SELECT runtime_sandbox.reconcile_daytona_latest(true, ledger_schema => 'rc_env_old', environment => 'staging')",
+    ] {
+        let got = text(&format!("SELECT pg_temp.try_env($q${call}$q$)")).unwrap();
+        assert!(got.starts_with("55000 runtime_sandbox: ledger_schema \"rc_env_old\" cannot be used by"), "{call}: {got}");
+        assert!(got.contains("has no environment column"), "{got}");
+    }
+    assert_eq!(l.checksum(), before);
+    // A dry run of reconcile_daytona writes no history: it works for any environment.
+    assert_eq!(l.reconcile(&sandboxes(&[]), true, ", environment => 'staging'")["status"], "planned");
+    // install_ledger adds the columns (old rows are production's) and the view.
+    run("SELECT runtime_sandbox.install_ledger('rc_env_old')");
+    assert_eq!(
+        rows("SELECT DISTINCT environment FROM rc_env_old.reconciliation_runs"),
+        json!([{"environment": "production"}])
+    );
+    assert_eq!(l.reconcile(&sandboxes(&[]), false, ", environment => 'staging'")["status"], "applied");
 }

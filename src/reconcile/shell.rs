@@ -9,7 +9,7 @@ use super::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
 use super::pairing;
 use super::reach::{self, DeletedReach};
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
-use crate::args::{self, SchemaName};
+use crate::args::{self, Environment, SchemaName};
 use crate::fast_hash::FastSet;
 use crate::shell::spi::clock;
 use crate::shell::types::{JsonbBytes, Name};
@@ -38,9 +38,11 @@ const ABSENT_SCANNED: &str = include_str!("../../sql/queries/reconcile/absent_sc
 const SEED_CAPACITY: &str = include_str!("../../sql/queries/reconcile/seed_capacity.sql");
 const MARK_ABSENT: &str = include_str!("../../sql/queries/reconcile/mark_absent.sql");
 const RECORD_RUN: &str = include_str!("../../sql/queries/reconcile/record_run.sql");
+const RECORD_RUN_WITHOUT_ENVIRONMENT: &str = include_str!("../../sql/queries/reconcile/record_run_without_environment.sql");
 const NOTIFY: &str = include_str!("../../sql/queries/reconcile/notify.sql");
 const SETTINGS: &str = include_str!("../../sql/queries/reconcile/settings.sql");
 const SUMMARY_ROW: &str = include_str!("../../sql/queries/reconcile/summary_row.sql");
+const UNOWNED_ELSEWHERE: &str = include_str!("../../sql/queries/reconcile/unowned_elsewhere.sql");
 
 /// What an apply of `reconcile_daytona` needs in the ledger beyond the
 /// application's tables (a dry run needs nothing more).
@@ -56,6 +58,14 @@ pub(crate) struct Options {
     pub minimum_age: Interval,
     pub max_absent_ratio: f32,
     pub ledger: SchemaName,
+    /// The operations' `environment` this run reconciles.
+    pub environment: Environment,
+}
+
+impl Options {
+    pub fn ledger(&self) -> Ledger<'_> {
+        Ledger { quoted: &self.ledger.quoted }
+    }
 }
 
 /// Validate the shared arguments (after the caller's own, in signature order;
@@ -66,6 +76,7 @@ pub(crate) fn validate_options(
     minimum_age: Option<Interval>,
     max_absent_ratio: Option<f32>,
     ledger_schema: Option<Name>,
+    environment: Option<&str>,
 ) -> Options {
     let batch_size = check(args::batch_size(check(summary::required("batch_size", batch_size))));
     let minimum_age = check(summary::required("minimum_age", minimum_age));
@@ -73,8 +84,9 @@ pub(crate) fn validate_options(
     let dry_run = check(summary::required("dry_run", dry_run));
     let max_absent_ratio = check(summary::max_absent_ratio(check(summary::required("max_absent_ratio", max_absent_ratio))));
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
+    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let ledger = existing_schema("ledger_schema", ledger_schema.as_str());
-    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger }
+    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment }
 }
 
 /// The listing a run reconciles the ledger against.
@@ -95,10 +107,12 @@ fn validate_listing(inventory: &JsonbBytes, inventory_captured_at: Option<Timest
     Listing { items, absent_before: Some(captured_at), confirming: Vec::new() }
 }
 
-/// Reconcile the sandbox ledger against one complete Daytona inventory.
+/// Reconcile the sandbox ledger's operations of one environment against one
+/// complete Daytona inventory.
+#[allow(clippy::too_many_arguments)]
 #[pg_extern(name = "reconcile_daytona", volatile, parallel_unsafe, requires = ["reconcile_types"])]
 #[search_path(pg_catalog, pg_temp)]
-fn reconcile_daytona_guarded(
+fn reconcile_daytona_in(
     inventory: Option<JsonbBytes>,
     inventory_captured_at: Option<TimestampWithTimeZone>,
     dry_run: Option<bool>,
@@ -106,8 +120,26 @@ fn reconcile_daytona_guarded(
     minimum_age: default!(Option<Interval>, "'10 minutes'"),
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
     max_absent_ratio: default!(Option<f32>, 0.5),
+    environment: default!(Option<&str>, "'production'"),
 ) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
-    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, max_absent_ratio)
+    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, max_absent_ratio, environment)
+}
+
+/// The 0.2.0 and 0.3.0 signature (no `environment`), kept in the library only
+/// so such a catalog keeps working between installing this library and `ALTER
+/// EXTENSION runtime_sandbox UPDATE`: it reconciles 'production'.
+#[pg_extern(sql = false)]
+fn reconcile_daytona_guarded(
+    inventory: Option<JsonbBytes>,
+    inventory_captured_at: Option<TimestampWithTimeZone>,
+    dry_run: Option<bool>,
+    batch_size: Option<i32>,
+    minimum_age: Option<Interval>,
+    ledger_schema: Option<Name>,
+    max_absent_ratio: Option<f32>,
+) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
+    let environment = Some(args::DEFAULT_ENVIRONMENT);
+    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, max_absent_ratio, environment)
 }
 
 /// The 0.1.0 signature (no `max_absent_ratio`), kept in the library only so a
@@ -122,7 +154,8 @@ fn reconcile_daytona(
     minimum_age: Option<Interval>,
     ledger_schema: Option<Name>,
 ) -> pgrx::composite_type!('static, "runtime_sandbox.reconciliation_summary") {
-    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, Some(0.5))
+    let environment = Some(args::DEFAULT_ENVIRONMENT);
+    reconcile(inventory, inventory_captured_at, dry_run, batch_size, minimum_age, ledger_schema, Some(0.5), environment)
 }
 
 fn reconcile(
@@ -133,25 +166,29 @@ fn reconcile(
     minimum_age: Option<Interval>,
     ledger_schema: Option<Name>,
     max_absent_ratio: Option<f32>,
+    environment: Option<&str>,
 ) -> PgHeapTuple<'static, AllocatedByRust> {
     let inventory = check(summary::required("inventory", inventory));
     let listing = validate_listing(&inventory, inventory_captured_at);
-    let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema);
+    let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
     let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
     let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
+    let runs_environment =
+        !options.dry_run && access.environment_column(&options.ledger, "reconciliation_runs", &options.environment, "reconcile_daytona");
     if !options.dry_run {
         crate::shell::standby::refuse_writes("reconcile_daytona");
     }
     let summary = access.run(|| Spi::connect_mut(|client| {
         let previous = jit(client, "off");
         let started_at = now();
-        let summary = if take_guard(client, &options) {
+        let mut summary = if take_guard(client, &options) {
             run(client, &options, &listing)
         } else {
             Summary::empty(listing.items.len(), false, Status::SkippedConcurrent)
         };
+        summary.environment = options.environment.name.clone();
         if !options.dry_run {
-            let run_id = record_run(client, &options.ledger, started_at, &summary);
+            let run_id = record_run(client, &options, runs_environment, started_at, &summary);
             alert(client, &options.ledger, run_id, &summary);
         }
         jit(client, &previous);
@@ -233,15 +270,21 @@ pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
     if options.dry_run {
         return true;
     }
-    let (guard, _) = execute(client, OVERLAP_GUARD, &[options.ledger.name.as_str().into(), PROVIDER.into()]);
+    let (guard, _) = execute(
+        client,
+        OVERLAP_GUARD,
+        &[options.ledger.name.as_str().into(), PROVIDER.into(), options.environment.name.as_str().into()],
+    );
     guard.first().get::<bool>(1).read_value().unwrap_or(false)
 }
 
 pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) -> Summary {
-    let ledger = Ledger { quoted: &options.ledger.quoted };
+    let ledger = options.ledger();
+    let environment = options.environment.name.as_str();
     let items = &listing.items;
     let mut summary =
         Summary::empty(items.len(), options.dry_run, if options.dry_run { Status::Planned } else { Status::Applied });
+    summary.environment = options.environment.name.clone();
     let mut capacity = Capacity::new(items.len());
 
     // Leases whose sandbox cleanup is durably deleted (same run) are released.
@@ -256,7 +299,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     let mut ownership = pairing::Ownership { owned: vec![false; items.len()], reserved_rows: 0 };
     if !items.is_empty() {
         let started = Instant::now();
-        let (table, _) = execute(client, &ledger.sql(RESERVED_LABELS), &[]);
+        let (table, _) = execute(client, &ledger.sql(RESERVED_LABELS), &[environment.into()]);
         let labels = table.first().get::<Array<&str>>(1).read_value();
         let labels: Vec<&str> = labels.iter().flat_map(|a| a.iter().flatten()).collect();
         ownership = pairing::ownership(items, &labels);
@@ -271,7 +314,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
             items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
         );
         let started = Instant::now();
-        let bound = recover(client, &ledger, candidates);
+        let bound = recover(client, &ledger, environment, candidates);
         summary.recovered_reserved_operations = bound.len() as i64;
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), summary.recovered_reserved_operations);
         capacity.bound(bound);
@@ -280,7 +323,8 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     // Match: the current operations in one read, paired with the inventory in Rust.
     let started = Instant::now();
     // Read through a bitmap of the current-operations index, in heap order.
-    let (table, _) = planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[]));
+    let (table, _) =
+        planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[environment.into()]));
     let table = table.first();
     let live = table.get::<Array<bool>>(7).read_value();
     let operations = pairing::Operations {
@@ -303,6 +347,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     // organization, so nothing further is written.
     if !summary.unmatched_provider_sandbox_ids.is_empty() {
         summary.status = Status::BlockedUnownedSandboxes;
+        owned_elsewhere(client, &ledger, items, &pairs.unmatched, &mut summary);
         return summary;
     }
 
@@ -381,25 +426,48 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     summary
 }
 
+/// A run blocked by unowned sandboxes: which other environments' live
+/// operations own some of them (the likely mistake: the wrong environment),
+/// in the summary and as a NOTICE. Read only on this path.
+fn owned_elsewhere(client: &mut SpiClient, ledger: &Ledger, items: &[InventoryItem], unmatched: &[usize], summary: &mut Summary) {
+    let unowned = InventoryColumns::from_items(unmatched.iter().map(|&i| &items[i]));
+    let params = [unowned.sandbox_ids.into(), unowned.routing_domains.into(), summary.environment.as_str().into()];
+    let (table, _) = execute(client, &ledger.sql(UNOWNED_ELSEWHERE), &params);
+    let table = table.first();
+    let environments = table.get::<Vec<String>>(1).read_value().unwrap_or_default();
+    let owned = table.get::<Vec<i64>>(2).read_value().unwrap_or_default();
+    let owners: Vec<(String, i64)> = environments.into_iter().zip(owned).collect();
+    summary.owned_elsewhere(&owners);
+    if let Some(hint) = summary.other_environment_hint() {
+        notice!("runtime_sandbox: {hint}");
+    }
+}
+
 /// Recover reserved creates by their unique label (`candidates`: the owned
 /// items). Returns the leases bound: one per recovered create (a create whose
 /// attempt row is missing is promoted but not bound nor counted, as in the
 /// application).
-fn recover(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns) -> Vec<String> {
+fn recover(client: &mut SpiClient, ledger: &Ledger, environment: &str, candidates: InventoryColumns) -> Vec<String> {
     if candidates.sandbox_ids.len() <= reach::RECOVER_IN_ONE_STATEMENT {
         let (table, _) = execute(
             client,
             &ledger.sql(RECOVER_RESERVED),
-            &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into(), clock()],
+            &[
+                candidates.sandbox_ids.into(),
+                candidates.routing_domains.into(),
+                candidates.operation_keys.into(),
+                clock(),
+                environment.into(),
+            ],
         );
         return table.first().get::<Vec<String>>(2).read_value().unwrap_or_default();
     }
-    recover_in_steps(client, ledger, candidates)
+    recover_in_steps(client, ledger, environment, candidates)
 }
 
 /// The four steps of sql/queries/reconcile/recover_*.sql, each handed the rows the
 /// one before returned.
-fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: InventoryColumns) -> Vec<String> {
+fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, environment: &str, candidates: InventoryColumns) -> Vec<String> {
     /// A promoted operation, as step 1 returns it.
     struct Promoted {
         key: Option<String>,
@@ -417,7 +485,13 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, candidates: Invento
     let (table, _) = execute(
         client,
         &ledger.sql(RECOVER_PROMOTE),
-        &[candidates.sandbox_ids.into(), candidates.routing_domains.into(), candidates.operation_keys.into(), clock()],
+        &[
+            candidates.sandbox_ids.into(),
+            candidates.routing_domains.into(),
+            candidates.operation_keys.into(),
+            clock(),
+            environment.into(),
+        ],
     );
     let mut promoted: Vec<Promoted> = table
         .map(|row| {
@@ -523,6 +597,7 @@ fn find_absent<'conn>(
         // The older snapshots that must confirm the absence (none outside
         // reconcile_daytona_latest).
         listing.confirming.clone().into(),
+        options.environment.name.as_str().into(),
     ];
     let (table, _) = execute(client, &ledger.sql(sql), &params);
     (table, elapsed_ms(started))
@@ -556,13 +631,23 @@ impl AbsentRows {
 }
 
 /// The history row of an apply (skipped and blocked ones included); returns its id.
-fn record_run(client: &mut SpiClient, ledger: &SchemaName, started_at: TimestampWithTimeZone, summary: &Summary) -> i64 {
-    let ledger = Ledger { quoted: &ledger.quoted };
-    let (table, _) = execute(
-        client,
-        &ledger.sql(RECORD_RUN),
-        &[started_at.into(), summary.status.as_str().into(), summary.to_json().into()],
-    );
+/// `runs_environment`: the table has its environment column (Access::environment_column).
+fn record_run(client: &mut SpiClient, options: &Options, runs_environment: bool, started_at: TimestampWithTimeZone, summary: &Summary) -> i64 {
+    let ledger = options.ledger();
+    let (table, _) = if runs_environment {
+        let environment = options.environment.name.as_str();
+        execute(
+            client,
+            &ledger.sql(RECORD_RUN),
+            &[started_at.into(), summary.status.as_str().into(), summary.to_json().into(), environment.into()],
+        )
+    } else {
+        execute(
+            client,
+            &ledger.sql(RECORD_RUN_WITHOUT_ENVIRONMENT),
+            &[started_at.into(), summary.status.as_str().into(), summary.to_json().into()],
+        )
+    };
     count(&table.first(), 1)
 }
 
@@ -590,9 +675,11 @@ pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, su
             summary.live_operations.unwrap_or(0)
         ),
         Status::BlockedUnownedSandboxes => format!(
-            "{} listed sandboxes are owned by no operation (first: {}); nothing was seeded or marked absent",
+            "{} listed sandboxes are owned by no operation of environment {:?} (first: {}); nothing was seeded or marked absent{}",
             summary.unmatched_provider_sandbox_ids.len(),
-            crate::args::prefix(summary.unmatched_provider_sandbox_ids.first().map(String::as_str).unwrap_or(""), 100)
+            summary.environment,
+            crate::args::prefix(summary.unmatched_provider_sandbox_ids.first().map(String::as_str).unwrap_or(""), 100),
+            summary.other_environment_hint().map(|hint| format!(" ({hint})")).unwrap_or_default()
         ),
         _ => match summary.snapshot_id {
             Some(id) => format!("the newest Daytona snapshot ({id}) is older than max_snapshot_age; nothing was reconciled"),
@@ -605,6 +692,7 @@ pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, su
     let payload = serde_json::json!({
         "ledger_schema": ledger.name,
         "provider": PROVIDER,
+        "environment": summary.environment,
         "status": summary.status.as_str(),
         "run_id": run_id,
         "snapshot_id": summary.snapshot_id,

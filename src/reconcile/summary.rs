@@ -85,6 +85,15 @@ pub struct Summary {
     /// missing from (reconcile_daytona_latest); fewer than asked: too few
     /// snapshots yet, nothing was called absent.
     pub confirming_snapshots: Option<i64>,
+    /// The operations' environment reconciled.
+    pub environment: String,
+    /// When blocked by unowned sandboxes: how many of them live or deleting
+    /// operations of other environments own, by environment (an object; {}
+    /// when none); None otherwise.
+    pub unowned_in_other_environments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The same, most first (for the hint).
+    #[serde(skip)]
+    pub owners_elsewhere: Vec<(String, i64)>,
 }
 
 impl Summary {
@@ -109,11 +118,38 @@ impl Summary {
             live_operations: None,
             snapshot_id: None,
             confirming_snapshots: None,
+            environment: crate::args::DEFAULT_ENVIRONMENT.to_owned(),
+            unowned_in_other_environments: None,
+            owners_elsewhere: Vec::new(),
         }
     }
 
     pub fn measured(&mut self, phase: Phase, duration_ms: f64, row_count: i64) {
         self.diagnostics.push(Diagnostic { phase, duration_ms, row_count });
+    }
+
+    /// Record what other environments own of the unowned sandboxes
+    /// (`owners`: environment and count, most first).
+    pub fn owned_elsewhere(&mut self, owners: &[(String, i64)]) {
+        self.unowned_in_other_environments =
+            Some(owners.iter().map(|(environment, owned)| (environment.clone(), (*owned).into())).collect());
+        self.owners_elsewhere = owners.to_vec();
+    }
+
+    /// The hint a run blocked by unowned sandboxes gives when operations of
+    /// other environments own some of them; None when none do.
+    pub fn other_environment_hint(&self) -> Option<String> {
+        let (top, _) = self.owners_elsewhere.first()?;
+        let unowned = self.unmatched_provider_sandbox_ids.len();
+        let all: Vec<String> = self.owners_elsewhere.iter().map(|(e, n)| format!("{n} in {e:?}")).collect();
+        Some(format!(
+            "{} of {unowned} unowned sandboxes belong to live operations of other environments ({}); \
+             this run reconciled environment {:?}: pass environment => {} if the listing is that environment's",
+            self.owners_elsewhere.iter().map(|(_, n)| n).sum::<i64>(),
+            all.join(", "),
+            self.environment,
+            crate::args::sql_literal(top),
+        ))
     }
 
     pub fn to_json(&self) -> String {
@@ -258,5 +294,23 @@ mod tests {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
         }
         assert_eq!(json["absent_candidates"], serde_json::Value::Null);
+        assert_eq!(json["environment"], "production");
+        assert_eq!(json["unowned_in_other_environments"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn other_environment_hint_names_the_owners() {
+        let mut s = Summary::empty(40, false, Status::BlockedUnownedSandboxes);
+        s.unmatched_provider_sandbox_ids = (0..40).map(|i| format!("sb-{i}")).collect();
+        assert_eq!(s.other_environment_hint(), None);
+        s.owned_elsewhere(&[]);
+        assert_eq!(s.other_environment_hint(), None);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&s.to_json()).unwrap()["unowned_in_other_environments"], serde_json::json!({}));
+        s.owned_elsewhere(&[("prod".into(), 37), ("staging".into(), 1)]);
+        let hint = s.other_environment_hint().unwrap();
+        assert!(hint.starts_with("38 of 40 unowned sandboxes belong to live operations of other environments (37 in \"prod\", 1 in \"staging\")"), "{hint}");
+        assert!(hint.ends_with("pass environment => 'prod' if the listing is that environment's"), "{hint}");
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(json["unowned_in_other_environments"], serde_json::json!({"prod": 37, "staging": 1}));
     }
 }

@@ -1,9 +1,11 @@
 -- Record one normalized listing of provider $1 captured at $2 (clamped to the
 -- moment of recording: the listing cannot have finished later) with its items
--- in inventory order ($3 sandbox ids, $4 routing domains, $5 operation keys).
+-- in inventory order ($3 sandbox ids, $4 routing domains, $5 operation keys),
+-- for the environment whose listing it is ($6). Without the environment
+-- column: insert_snapshot_without_environment.sql.
 WITH snapshot AS (
-    INSERT INTO @ledger@.provider_inventory_snapshots (provider, captured_at, recorded_at, item_count)
-    VALUES ($1, least($2, clock_timestamp()), clock_timestamp(), cardinality($3::text[]))
+    INSERT INTO @ledger@.provider_inventory_snapshots (provider, captured_at, recorded_at, item_count, environment)
+    VALUES ($1, least($2, clock_timestamp()), clock_timestamp(), cardinality($3::text[]), $6)
     RETURNING snapshot_id
 ), items AS (
     INSERT INTO @ledger@.provider_inventory_items (snapshot_id, item_index, sandbox_id, routing_domain, operation_key)

@@ -1,5 +1,5 @@
 -- Absent candidates among the live operations the inventory does not list
--- ($1: their operation keys, found by Rust): production, without a deleted
+-- ($1: their operation keys, found by Rust): of the environment reconciled ($6), without a deleted
 -- cleanup row, recorded at or before the capture ($2) and older than the
 -- minimum age ($3; a point-in-time observation never classifies a newer
 -- resource as absent). The filters are the application's, re-checked here
@@ -26,7 +26,7 @@ WITH candidates AS MATERIALIZED (
         LIMIT 1
     ) AS operation
     WHERE operation.provider = 'daytona'
-      AND operation.environment = 'production'
+      AND operation.environment = $6
       AND operation.state = 'live'
       AND (SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
            WHERE existing.provider = 'daytona'

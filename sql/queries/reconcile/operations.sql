@@ -1,4 +1,6 @@
--- The live and deleting production Daytona operations, as a few columns:
+-- The live and deleting Daytona operations of the environment reconciled
+-- ($1: each statement is planned for its value, so the application's
+-- partial indexes of 'production' serve it as before), as a few columns:
 -- what the match, the fail-closed check and the lone live operations
 -- are computed from (Rust pairs them with the inventory in hash maps,
 -- src/reconcile/pairing.rs). Only current operations are read, through a
@@ -12,5 +14,5 @@ SELECT string_agg(operation_key::text, ''), array_agg(octet_length(operation_key
        array_agg(state = 'live')
 FROM @ledger@.runtime_sandbox_operations
 WHERE provider = 'daytona'
-  AND environment = 'production'
+  AND environment = $1
   AND state IN ('live', 'deleting')

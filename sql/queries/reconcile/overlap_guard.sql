@@ -1,5 +1,10 @@
--- One apply per (ledger schema, provider) at a time; a second one skips
--- instead of queueing behind the first. Released at commit or rollback.
+-- One apply per (ledger schema, provider, environment) at a time; a second
+-- one skips instead of queueing behind the first. Released at commit or
+-- rollback. Two environments' applies may run together: their reads and
+-- writes are of disjoint operations, except the release of terminal leases,
+-- which is ledger-wide and idempotent (a lease released by one is skipped by
+-- the other's UPDATE, which re-checks released_at IS NULL after waiting).
+-- 'production' keeps the key of earlier releases.
 SELECT pg_catalog.pg_try_advisory_xact_lock(
     pg_catalog.hashtext('runtime_sandbox.reconcile:' || $1),
-    pg_catalog.hashtext($2))
+    pg_catalog.hashtext(CASE WHEN $3 = 'production' THEN $2 ELSE $2 || ':' || $3 END))

@@ -5,7 +5,7 @@
 -- cannot estimate; recover_reserved.sql, one statement, joins its own CTEs,
 -- which the planner, guessing one row each, nested-loops: quadratic). $1..$3 hold only
 -- items whose operation label is unique in the inventory (decided once, in
--- Rust). Each item probes the reserved production Daytona creates carrying
+-- Rust). Each item probes the environment's reserved Daytona creates carrying
 -- its label and holding an open lease (lease id = operation key); those are
 -- promoted to deleting with the item's identity. Returns them, with the
 -- item's position in the inventory (the later steps keep that order).
@@ -25,7 +25,7 @@ FROM (
         FROM @ledger@.runtime_sandbox_operations AS candidate
         WHERE candidate.provider_operation_token = item.label
           AND candidate.provider = 'daytona'
-          AND candidate.environment = 'production'
+          AND candidate.environment = $5 /* the environment reconciled */
           AND candidate.state = 'reserved'
           AND (SELECT lease.released_at IS NULL
                FROM @ledger@.runtime_sandbox_capacity_leases AS lease

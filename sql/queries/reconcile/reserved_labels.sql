@@ -1,4 +1,4 @@
--- The operation labels of reserved production Daytona creates that still
+-- The operation labels of the reserved Daytona creates of environment $1 that still
 -- hold an open capacity lease: the creates an inventory item may recover by
 -- its label. One element per create (a label repeats when several creates
 -- carry it); Rust pairs them with the items, so the inventory is never
@@ -8,7 +8,7 @@
 SELECT coalesce(array_agg(operation.provider_operation_token::text), '{}')
 FROM @ledger@.runtime_sandbox_operations AS operation
 WHERE operation.provider = 'daytona'
-  AND operation.environment = 'production'
+  AND operation.environment = $1
   AND operation.state = 'reserved'
   AND operation.provider_operation_token IS NOT NULL
   AND (SELECT lease.released_at IS NULL

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The recorder on 100,000 sandboxes (RECORDER_SANDBOXES) of a fake Daytona on 127.0.0.1 (the tests' own, as a
+# program: recorder/examples/fake_daytona.rs) in pages of 200, each page answered after a fixed delay
+# (RECORDER_DELAY_MS, 5 ms), recorded into a ledger of the bench database. Reports the whole run against
+# pages x delay plus the snapshot insert alone (record_inventory_snapshot of the same 100,000 items, timed in
+# the database), and the recorder's peak memory. Target: within 10% of that sum.
+# Prints BENCH lines (docs/design/benchmarks.md) for bench/table.sh.
+# Usage: bench/recorder.sh "<psql command>"   (the demo cluster's: make bench, make bench-recorder)
+set -euo pipefail
+PSQL=${1:?usage: bench/recorder.sh "<psql command>"}
+N=${RECORDER_SANDBOXES:-$([ -n "${BENCH_QUICK:-}" ] && echo 10000 || echo 100000)}
+DELAY=${RECORDER_DELAY_MS:-5}
+PAGE=200
+DB=runtime_sandbox_bench_recorder
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+cargo build -q --release -p runtime-sandbox-recorder --bin runtime-sandbox-recorder --example fake_daytona
+
+# The libpq connection of the psql command (its -h and -p).
+host=$(sed -nE 's/.*-h +([^ ]+).*/\1/p' <<<"$PSQL"); port=$(sed -nE 's/.*-p +([0-9]+).*/\1/p' <<<"$PSQL")
+PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
+$PSQL -q -v ON_ERROR_STOP=1 --no-psqlrc $DB >/dev/null <<SQL
+CREATE EXTENSION runtime_sandbox;
+SELECT runtime_sandbox.install_ledger('bench');
+INSERT INTO bench.runtime_sandbox_operations
+    (operation_key, provider, run_id, attempt, org_id, sandbox_id, routing_domain, state, provider_created_at)
+SELECT 'op-' || i, 'daytona', 'run-' || i, 1, 'org', 'sb-' || i, 'org-bench', 'live', now() - interval '1 hour'
+FROM generate_series(0, $N - 1) AS i;
+ANALYZE;
+SQL
+
+coproc FAKE { exec target/release/examples/fake_daytona "$N" org-bench bench-key "$DELAY"; }
+read -r url <&"${FAKE[0]}"
+stop_fake() { exec {FAKE[1]}>&- 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null || true; }
+trap stop_fake EXIT
+
+# The whole run, timed, with the peak memory of the recorder (the kernel's count for the child).
+read -r wall rss < <(DAYTONA_API_URL=$url DAYTONA_API_KEY=bench-key DAYTONA_ORGANIZATION_ID=org-bench python3 - \
+    target/release/runtime-sandbox-recorder "host=$host port=$port user=postgres dbname=$DB" <<'PY'
+import resource, subprocess, sys, time
+started = time.monotonic()
+subprocess.run([sys.argv[1], "--labels", '{"app":"runtime-scheduler"}', "--operation-label", "runtime-op",
+                "--ledger-schema", "bench", "--keep-last", "2", "--database", sys.argv[2]], check=True,
+               stderr=subprocess.DEVNULL)
+print(f"{(time.monotonic() - started) * 1000:.1f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+PY
+)
+# The snapshot insert alone: the same items, recorded by the function, timed by the database.
+insert=$($PSQL -qtA -v ON_ERROR_STOP=1 --no-psqlrc $DB <<'SQL'
+CREATE TEMP TABLE listing AS
+SELECT jsonb_agg(jsonb_build_object('sandboxId', sandbox_id, 'operationKey', operation_key, 'routingDomain', routing_domain)
+                 ORDER BY item_index) AS items
+FROM bench.provider_inventory_items
+WHERE snapshot_id = (SELECT max(snapshot_id) FROM bench.provider_inventory_snapshots);
+SELECT clock_timestamp() AS t0 \gset
+SELECT runtime_sandbox.record_inventory_snapshot('daytona', items, now(), 2, 'bench') FROM listing \g /dev/null
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0') * 1000, 1);
+SQL
+)
+pages=$(( (N + PAGE - 1) / PAGE ))
+awk -v wall="$wall" -v rss="$rss" -v insert="$insert" -v pages="$pages" -v delay="$DELAY" -v n="$N" 'BEGIN {
+  floor = pages * delay + insert
+  r = wall / floor
+  printf "recorder: %d sandboxes, %d pages x %d ms = %d ms, snapshot insert %.1f ms; the run %.1f ms (%.2fx), peak memory %.1f MiB\n", n, pages, delay, pages * delay, insert, wall, r, rss / 1024
+  printf "BENCH|recorder.100k|%.2f|x pages*delay + insert|<= 1.1|%s|run %.1f ms, %d pages x %d ms + insert %.1f ms, %d sandboxes\n", r, (r <= 1.1 ? "met" : "missed"), wall, pages, delay, insert, n
+  printf "BENCH|recorder.100k.memory|%.1f|MiB peak|-|-|the recorder process, %d sandboxes\n", rss / 1024, n
+}'

@@ -1,0 +1,229 @@
+//! The one call the recorder makes to Daytona: `GET {api}/sandbox`
+//! (operationId listSandboxes), walked by cursor for one organization. Every
+//! request has a timeout; 429, 5xx, timeouts and broken connections are
+//! retried within a bound, waiting as `Retry-After-*` asks; 400, 401, 403 and
+//! 404 fail at once. No body is ever logged (a pre-v0.180 item carries the
+//! sandbox's environment variables).
+
+use crate::listing::{self, Next, Page, Sandbox, Walk};
+use crate::Failure;
+use std::time::{Duration, Instant};
+use ureq::Agent;
+
+/// How a request proves whose sandboxes it lists (as Daytona's SDKs take it).
+#[derive(Clone)]
+pub enum Credentials {
+    /// `DAYTONA_API_KEY`: the key's own organization.
+    ApiKey(String),
+    /// `DAYTONA_JWT_TOKEN`: the organization is sent as X-Daytona-Organization-ID.
+    Jwt(String),
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Credentials::ApiKey(_) => "ApiKey(..)",
+            Credentials::Jwt(_) => "Jwt(..)",
+        })
+    }
+}
+
+/// One organization to list.
+#[derive(Debug, Clone)]
+pub struct Organization {
+    pub id: String,
+    pub credentials: Credentials,
+}
+
+/// The parameters identical on every page of every walk.
+#[derive(Debug, Clone)]
+pub struct Lister {
+    pub api_url: String,
+    /// The `labels` parameter (a JSON object), None: unscoped.
+    pub labels: Option<String>,
+    pub include_errored_deleted: bool,
+    pub page_size: u16,
+    pub max_pages: usize,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub backoff: Duration,
+    pub max_wait: Duration,
+    pub agent: Agent,
+}
+
+const USER_AGENT: &str = concat!("runtime-sandbox-recorder/", env!("CARGO_PKG_VERSION"));
+
+/// The HTTP client: rustls, the given timeout per request, the bundled roots
+/// or (`ca_file`) the CAs of that PEM file instead.
+pub fn agent(timeout: Duration, ca_file: Option<&std::path::Path>) -> Result<Agent, Failure> {
+    let mut config = Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).user_agent(USER_AGENT);
+    if let Some(path) = ca_file {
+        let pem = std::fs::read(path).map_err(|e| Failure::usage(format!("--ca-file {}: {e}", path.display())))?;
+        let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
+                _ => None,
+            })
+            .collect();
+        if certs.is_empty() {
+            return Err(Failure::usage(format!("--ca-file {}: no PEM certificate in it", path.display())));
+        }
+        let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::new_with_certs(&certs)).build();
+        config = config.tls_config(tls);
+    }
+    Ok(config.build().into())
+}
+
+/// One request's outcome before retries.
+enum Answer {
+    Page(Page),
+    Retry(String, Vec<String>),
+    Fail(Failure),
+}
+
+impl Lister {
+    /// Walk one organization's sandboxes, oldest first, to the null cursor.
+    /// `log` takes progress lines (pages, items, elapsed), never a body or key.
+    pub fn list(&self, org: &Organization, log: &mut dyn FnMut(String)) -> Result<Vec<Sandbox>, Failure> {
+        let started = Instant::now();
+        let mut walk = Walk::new(&org.id, self.max_pages);
+        let mut cursor: Option<String> = None;
+        let mut reported = Instant::now();
+        loop {
+            let number = walk.pages() + 1;
+            let page = self.page(org, cursor.as_deref(), number, log)?;
+            if page.plain_array {
+                log(format!("organization {}: the server answered a plain array (Daytona before v0.180, no paging)", org.id));
+            }
+            let next = walk.take(page).map_err(|e| Failure::incomplete(format!("organization {}: {e}", org.id)))?;
+            if reported.elapsed() >= Duration::from_secs(5) {
+                log(format!(
+                    "organization {}: {} pages, {} sandboxes, {:.1} s",
+                    org.id,
+                    walk.pages(),
+                    walk.listed(),
+                    started.elapsed().as_secs_f64()
+                ));
+                reported = Instant::now();
+            }
+            match next {
+                Next::Page(next) => cursor = Some(next),
+                Next::Done => {
+                    log(format!(
+                        "organization {}: {} sandboxes in {} pages, {:.1} s",
+                        org.id,
+                        walk.listed(),
+                        walk.pages(),
+                        started.elapsed().as_secs_f64()
+                    ));
+                    return Ok(walk.finish());
+                }
+            }
+        }
+    }
+
+    fn page(&self, org: &Organization, cursor: Option<&str>, number: usize, log: &mut dyn FnMut(String)) -> Result<Page, Failure> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (why, retry_after) = match self.request(org, cursor, number) {
+                Answer::Page(page) => return Ok(page),
+                Answer::Fail(failure) => return Err(failure),
+                Answer::Retry(why, retry_after) => (why, retry_after),
+            };
+            if attempt > self.retries {
+                return Err(Failure::incomplete(format!(
+                    "organization {}: page {number} failed {attempt} times (--retries {}), the last: {why}",
+                    org.id, self.retries
+                )));
+            }
+            let asked: Vec<&str> = retry_after.iter().map(String::as_str).collect();
+            let Some(wait) = listing::retry_wait(attempt, self.backoff, self.max_wait, &asked) else {
+                return Err(Failure::incomplete(format!(
+                    "organization {}: page {number}: {why}, and the server asks to wait longer than --max-retry-wait {} s",
+                    org.id,
+                    self.max_wait.as_secs_f64()
+                )));
+            };
+            log(format!("organization {}: page {number}: {why}; retry {attempt}/{} in {} ms", org.id, self.retries, wait.as_millis()));
+            std::thread::sleep(wait);
+        }
+    }
+
+    fn request(&self, org: &Organization, cursor: Option<&str>, number: usize) -> Answer {
+        let url = format!("{}/sandbox", self.api_url.trim_end_matches('/'));
+        let mut request = self
+            .agent
+            .get(&url)
+            .header("Accept", "application/json")
+            .query("sort", "createdAt")
+            .query("order", "asc")
+            .query("limit", self.page_size.to_string());
+        request = match &org.credentials {
+            Credentials::ApiKey(key) => request.header("Authorization", format!("Bearer {key}")),
+            Credentials::Jwt(token) => {
+                request.header("Authorization", format!("Bearer {token}")).header("X-Daytona-Organization-ID", &org.id)
+            }
+        };
+        if let Some(labels) = &self.labels {
+            request = request.query("labels", labels);
+        }
+        if self.include_errored_deleted {
+            request = request.query("includeErroredDeleted", "true");
+        }
+        if let Some(cursor) = cursor {
+            request = request.query("cursor", cursor);
+        }
+        let at = format!("organization {}: page {number}", org.id);
+        match request.call() {
+            Ok(mut response) => {
+                let status = response.status().as_u16();
+                let retry_after: Vec<String> = response
+                    .headers()
+                    .iter()
+                    .filter(|(name, _)| name.as_str().starts_with("retry-after"))
+                    .filter_map(|(_, value)| value.to_str().ok().map(String::from))
+                    .collect();
+                let body = response.body_mut().with_config().limit(256 << 20).read_to_string();
+                match (status, body) {
+                    (200, Ok(body)) => match listing::parse_page(&body, cursor.is_none()) {
+                        Ok(page) => Answer::Page(page),
+                        Err(e) => Answer::Fail(Failure::incomplete(format!("{at}: {e}"))),
+                    },
+                    (200, Err(e)) => Answer::Retry(format!("the body could not be read ({e})"), Vec::new()),
+                    (401, _) => Answer::Fail(Failure::auth(format!(
+                        "{at}: 401 Unauthorized: Daytona refused the credentials (DAYTONA_API_KEY, the key file, or \
+                         DAYTONA_JWT_TOKEN)"
+                    ))),
+                    (403, _) => Answer::Fail(Failure::auth(format!(
+                        "{at}: 403 Forbidden: the credentials may not list this organization's sandboxes"
+                    ))),
+                    (404, _) => Answer::Fail(Failure::incomplete(format!(
+                        "{at}: 404 Not Found at {url}: not a Daytona API (DAYTONA_API_URL / --api-url should end in /api)"
+                    ))),
+                    (400, body) => Answer::Fail(Failure::incomplete(format!(
+                        "{at}: 400 Bad Request ({}): the server refused the listing's parameters",
+                        message(body)
+                    ))),
+                    (429, _) => Answer::Retry("429 Too Many Requests".into(), retry_after),
+                    (500..=599, _) => Answer::Retry(format!("{status} from the server"), retry_after),
+                    (_, _) => Answer::Fail(Failure::incomplete(format!("{at}: unexpected HTTP {status}"))),
+                }
+            }
+            Err(ureq::Error::Timeout(_)) => {
+                Answer::Retry(format!("no answer within --timeout {} s", self.timeout.as_secs_f64()), Vec::new())
+            }
+            Err(ureq::Error::Io(e)) => Answer::Retry(format!("connection failed ({})", e.kind()), Vec::new()),
+            Err(e) => Answer::Fail(Failure::incomplete(format!("{at}: the request failed: {e}"))),
+        }
+    }
+}
+
+/// Daytona's error `message` (its AllExceptionsFilter body), short; never
+/// the body itself.
+fn message(body: Result<String, ureq::Error>) -> String {
+    body.ok()
+        .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(|m| m.chars().take(200).collect()))
+        .unwrap_or_else(|| "no message".into())
+}

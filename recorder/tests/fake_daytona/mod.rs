@@ -1,0 +1,306 @@
+//! A fake Daytona on 127.0.0.1, serving `GET /api/sandbox` as the spec of
+//! v0.190.0 defines it: `{items, nextCursor}` pages of SandboxListItems,
+//! `limit` at most 200 (400 above), `labels` as one JSON object matched by
+//! containment, a bearer key, `sort`/`order`, opaque base64-looking cursors
+//! (holding `+`, `/` and `=`). Quirks make single requests misbehave: a
+//! status, a 429 with `Retry-After-authenticated`, a slow answer, a
+//! malformed or unknown body, a repeated id, an item of another organization,
+//! the pre-v0.180 plain array. Every request is logged.
+//!
+//! Shared by the recorder's own tests and the extension's end-to-end test
+//! (tests/recorder_loop.rs includes this file).
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct FakeSandbox {
+    pub id: String,
+    pub organization_id: String,
+    pub labels: BTreeMap<String, String>,
+    pub state: String,
+}
+
+impl FakeSandbox {
+    pub fn new(id: &str, org: &str, labels: &[(&str, &str)], state: &str) -> Self {
+        FakeSandbox {
+            id: id.into(),
+            organization_id: org.into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            state: state.into(),
+        }
+    }
+}
+
+/// How one request (by its number, from 1, over the whole server) misbehaves.
+#[derive(Debug, Clone)]
+pub enum Quirk {
+    Status(u16),
+    /// 429 with `Retry-After-authenticated: <seconds>`.
+    Throttled(u32),
+    /// Answer correctly after this long.
+    Slow(Duration),
+    /// Not JSON.
+    Malformed,
+    /// JSON of another shape (`{"sandboxes": [...], "next": null}`).
+    UnknownShape,
+    /// The page repeats the first sandbox of the previous page.
+    RepeatId,
+    /// The page holds a sandbox of another organization.
+    ForeignItem,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Logged {
+    pub query: BTreeMap<String, String>,
+    pub authorization: Option<String>,
+    pub organization_header: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Bearer credential -> the organization it lists.
+    keys: HashMap<String, String>,
+    sandboxes: Vec<FakeSandbox>,
+    quirks: HashMap<usize, Quirk>,
+    /// Answer the first request with the pre-v0.180 plain array of full Sandboxes.
+    plain_array: bool,
+    /// Fixed delay per page (the benchmark).
+    delay: Duration,
+    requests: Vec<Logged>,
+    /// The sandboxes one (organization, labels) lists, by index: filtered once, not on every page (the
+    /// benchmark's 100,000 sandboxes in 500 pages).
+    matching: Option<(String, BTreeMap<String, String>, Vec<usize>)>,
+}
+
+pub struct Fake {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+    server: Arc<tiny_http::Server>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 3 <= bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A cursor as the Postgres adapter makes them: base64 of the position; this
+/// one always holds `+`, `/` and `=`, so a client that does not encode it
+/// (or decodes `+` as a space) breaks.
+fn cursor(position: usize) -> String {
+    format!("eyJ+/{position}/+==")
+}
+
+fn position(cursor: &str) -> Option<usize> {
+    cursor.strip_prefix("eyJ+/")?.strip_suffix("/+==")?.parse().ok()
+}
+
+impl Fake {
+    pub fn start() -> Fake {
+        // TCP_NODELAY on the listening socket, which Linux hands to every accepted one: tiny_http writes an
+        // answer's last chunk apart, and with Nagle it would wait for the client's delayed ACK (~40 ms a page
+        // on a kept-alive connection; a real Daytona's proxy has no such stall).
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+        socket.set_tcp_nodelay(true).expect("TCP_NODELAY");
+        socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).expect("a port on 127.0.0.1");
+        socket.listen(128).expect("listen");
+        let listener: std::net::TcpListener = socket.into();
+        let server = Arc::new(tiny_http::Server::from_listener(listener, None).expect("a server on 127.0.0.1"));
+        let port = server.server_addr().to_ip().expect("an IP address").port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let (s, st) = (Arc::clone(&server), Arc::clone(&state));
+        let thread = std::thread::spawn(move || {
+            for request in s.incoming_requests() {
+                serve(request, &st);
+            }
+        });
+        Fake { url: format!("http://127.0.0.1:{port}/api"), state, server, thread: Some(thread) }
+    }
+
+    pub fn key(&self, key: &str, org: &str) -> &Self {
+        self.state.lock().unwrap().keys.insert(key.into(), org.into());
+        self
+    }
+
+    pub fn sandboxes(&self, sandboxes: Vec<FakeSandbox>) -> &Self {
+        let mut st = self.state.lock().unwrap();
+        st.sandboxes = sandboxes;
+        st.matching = None;
+        drop(st);
+        self
+    }
+
+    pub fn quirk(&self, request: usize, quirk: Quirk) -> &Self {
+        self.state.lock().unwrap().quirks.insert(request, quirk);
+        self
+    }
+
+    pub fn plain_array(&self) -> &Self {
+        self.state.lock().unwrap().plain_array = true;
+        self
+    }
+
+    pub fn delay(&self, delay: Duration) -> &Self {
+        self.state.lock().unwrap().delay = delay;
+        self
+    }
+
+    pub fn requests(&self) -> Vec<Logged> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+fn respond(request: tiny_http::Request, status: u16, body: String, headers: &[(&str, String)]) {
+    let mut response = tiny_http::Response::from_string(body).with_status_code(status);
+    response.add_header(tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap());
+    for (name, value) in headers {
+        response.add_header(tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).unwrap());
+    }
+    let _ = request.respond(response);
+}
+
+fn error(status: u16, message: &str) -> String {
+    serde_json::json!({"path": "/api/sandbox", "timestamp": "2026-12-06T00:00:00.000Z", "statusCode": status,
+                       "error": message, "message": message})
+    .to_string()
+}
+
+fn item(s: &FakeSandbox, full: bool) -> serde_json::Value {
+    let mut item = serde_json::json!({
+        "id": s.id, "organizationId": s.organization_id, "name": s.id, "target": "eu", "user": "daytona",
+        "public": false, "cpu": 1, "gpu": 0, "memory": 1, "disk": 3, "labels": s.labels,
+        "toolboxProxyUrl": "https://proxy.example", "state": s.state, "createdAt": "2026-12-01T00:00:00.000Z",
+    });
+    if full {
+        // The pre-v0.180 Sandbox: its environment variables too.
+        item["env"] = serde_json::json!({"SECRET_TOKEN": "do-not-log"});
+    }
+    item
+}
+
+fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
+    let url = request.url().to_string();
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    let query: BTreeMap<String, String> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect();
+    let header = |name: &str| {
+        request.headers().iter().find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name)).map(|h| h.value.to_string())
+    };
+    let logged = Logged { query: query.clone(), authorization: header("Authorization"), organization_header: header("X-Daytona-Organization-ID") };
+    let (quirk, delay) = {
+        let mut st = state.lock().unwrap();
+        st.requests.push(logged.clone());
+        let number = st.requests.len();
+        (st.quirks.get(&number).cloned(), st.delay)
+    };
+    if path != "/api/sandbox" {
+        return respond(request, 404, error(404, "Cannot GET"), &[]);
+    }
+    if !delay.is_zero() {
+        std::thread::sleep(delay);
+    }
+    match &quirk {
+        Some(Quirk::Status(status)) => return respond(request, *status, error(*status, "quirk"), &[]),
+        Some(Quirk::Throttled(seconds)) => {
+            return respond(
+                request,
+                429,
+                error(429, "ThrottlerException: Too Many Requests"),
+                &[("Retry-After-authenticated", seconds.to_string()), ("X-RateLimit-Remaining-authenticated", "0".into())],
+            )
+        }
+        Some(Quirk::Slow(d)) => std::thread::sleep(*d),
+        Some(Quirk::Malformed) => return respond(request, 200, "{\"items\": [".into(), &[]),
+        Some(Quirk::UnknownShape) => return respond(request, 200, r#"{"sandboxes": [], "next": null}"#.into(), &[]),
+        _ => {}
+    }
+    let mut st = state.lock().unwrap();
+    let organization = match logged.authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")) {
+        Some(credential) => match st.keys.get(credential) {
+            Some(org) => org.clone(),
+            None => return respond(request, 401, error(401, "Unauthorized"), &[]),
+        },
+        None => return respond(request, 401, error(401, "Unauthorized"), &[]),
+    };
+    // A JWT-style credential lists the organization of the header when it names one.
+    let organization = logged.organization_header.clone().unwrap_or(organization);
+    let labels: BTreeMap<String, String> = match query.get("labels") {
+        None => BTreeMap::new(),
+        Some(text) => match serde_json::from_str(text) {
+            Ok(labels) => labels,
+            Err(_) => return respond(request, 400, error(400, "Invalid labels JSON format"), &[]),
+        },
+    };
+    let limit: usize = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(100);
+    if limit == 0 || limit > 200 {
+        return respond(request, 400, error(400, "limit must not be greater than 200"), &[]);
+    }
+    let cached = matches!(&st.matching, Some((org, l, _)) if *org == organization && *l == labels);
+    if !cached {
+        let indexes = (0..st.sandboxes.len())
+            .filter(|&i| {
+                let s = &st.sandboxes[i];
+                s.organization_id == organization
+                    && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v))
+                    && s.state != "destroyed"
+            })
+            .collect();
+        st.matching = Some((organization.clone(), labels.clone(), indexes));
+    }
+    let indexes = &st.matching.as_ref().expect("just filled").2;
+    let matching: Vec<&FakeSandbox> = indexes.iter().map(|&i| &st.sandboxes[i]).collect();
+    if st.plain_array && !query.contains_key("cursor") {
+        let body: Vec<serde_json::Value> = matching.iter().map(|s| item(s, true)).collect();
+        return respond(request, 200, serde_json::Value::Array(body).to_string(), &[]);
+    }
+    let start = match query.get("cursor") {
+        None => 0,
+        Some(c) => match position(c) {
+            Some(p) => p,
+            None => return respond(request, 400, error(400, "Invalid cursor"), &[]),
+        },
+    };
+    let end = (start + limit).min(matching.len());
+    let mut items: Vec<serde_json::Value> = matching[start.min(end)..end].iter().map(|s| item(s, false)).collect();
+    match &quirk {
+        Some(Quirk::RepeatId) if start > 0 => items.insert(0, item(matching[start - 1], false)),
+        Some(Quirk::ForeignItem) => items.push(item(&FakeSandbox::new("foreign-1", "org-elsewhere", &[], "started"), false)),
+        _ => {}
+    }
+    let next = if end < matching.len() { serde_json::Value::from(cursor(end)) } else { serde_json::Value::Null };
+    let body = serde_json::json!({"items": items, "nextCursor": next});
+    drop(st);
+    respond(request, 200, body.to_string(), &[]);
+}
