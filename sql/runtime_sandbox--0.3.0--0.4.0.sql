@@ -256,3 +256,35 @@ $procedure$;
 
 COMMENT ON PROCEDURE @extschema@.run_reconciliation_job(integer, interval, interval, integer, real, name) IS
 'The job schedule_reconciliation creates for environment production: run_reconciliation_job_in_environment(''production'', ...): reconcile_daytona_latest (applying) with these options, COMMIT, then an error (SQLSTATE 55000) when the run was blocked (blocked_mass_absence, blocked_unowned_sandboxes) or found no fresh snapshot, so that pg_cron records the run as failed with its reason; the history row in <ledger_schema>.reconciliation_runs is kept. CALL it as a statement of its own (it COMMITs).';
+
+-- Section: check_ledger names, in a new last column breaks, the functions each problem refuses (an error
+-- refuses the functions that work on its table; the others run). The result type changes, so the function
+-- is dropped and created again, its grants carried over; the first four columns are as before.
+SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
+           pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
+  FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+ WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.check_ledger(name)'::pg_catalog.regprocedure
+   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0
+   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+DROP FUNCTION @extschema@.check_ledger(name);
+CREATE  FUNCTION @extschema@."check_ledger"(
+	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
+) RETURNS TABLE (
+	"object" TEXT,  /* String */
+	"problem" TEXT,  /* String */
+	"fix" TEXT,  /* Option < String > */
+	"severity" TEXT,  /* String */
+	"breaks" TEXT[]  /* Vec < String > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'check_ledger_with_breaks_wrapper';
+COMMENT ON FUNCTION @extschema@.check_ledger(name) IS
+'Lists what keeps a ledger schema (default runtime_scheduler) from serving the extension and the application''s SQL, one row per problem with the DDL that fixes it and, in breaks, the functions it refuses: severity error (the functions that work on the table concerned refuse the ledger, the others run: missing schema, enum type or labels, tables, columns, unique keys; column types, NULLs or defaults the statements cannot work with; objects owned by a role other than the schema''s owner), warning (missing index or health view: slower, or less to see) and notice (triggers, rules, policies, functions in defaults, CHECKs, domains, casts and index expressions: the functions run them as the ledger''s owner). No rows means ready. Read-only; reads only the catalogs.';
+DO $$ BEGIN
+  IF pg_catalog.current_setting('runtime_sandbox.grantees') OPERATOR(pg_catalog.<>) '' THEN
+    EXECUTE pg_catalog.concat('GRANT EXECUTE ON FUNCTION @extschema@.check_ledger(name) TO ',
+            pg_catalog.current_setting('runtime_sandbox.grantees'));
+  END IF;
+END $$;

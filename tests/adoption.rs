@@ -169,6 +169,19 @@ fn build(c: &mut Client, schema: &str, shape: &Shape) {
     }
 }
 
+/// The function a call runs, as check_ledger's `breaks` names it (None: check_ledger, install_ledger).
+fn function_of(call: &str) -> Option<String> {
+    let name: String = call.split("runtime_sandbox.").nth(1)?.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+    match name.as_str() {
+        "check_ledger" | "install_ledger" => None,
+        "reconcile_daytona" if call.contains("now(), true,") => Some("reconcile_daytona (dry run)".into()),
+        "reconcile_daytona" => Some("reconcile_daytona (apply)".into()),
+        "reconcile_daytona_latest" if call.contains("reconcile_daytona_latest(false") => Some("reconcile_daytona_latest (apply)".into()),
+        "reconcile_daytona_latest" => Some("reconcile_daytona_latest (dry run)".into()),
+        _ => Some(name),
+    }
+}
+
 fn pid(c: &mut Client) -> i32 {
     c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0)
 }
@@ -238,6 +251,20 @@ fn every_function_works_on_supported_shapes_and_refuses_the_others_cleanly() {
             }
             if contents(&mut c, &schema) != before {
                 failures.push(format!("{}: a refused call changed the ledger", shape.name));
+            }
+            // check_ledger's `breaks` names exactly the functions refused.
+            let named: std::collections::BTreeSet<String> = c
+                .query(&format!("SELECT DISTINCT unnest(breaks) FROM runtime_sandbox.check_ledger('{schema}') WHERE severity = 'error'"), &[])
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let refused: std::collections::BTreeSet<String> =
+                CALLS.iter().filter(|(_, tables)| tables.contains(&shape.broken)).filter_map(|(call, _)| function_of(call)).collect();
+            let named_calls: std::collections::BTreeSet<String> =
+                named.iter().filter(|f| CALLS.iter().any(|(call, _)| function_of(call).as_ref() == Some(*f))).cloned().collect();
+            if named_calls != refused {
+                failures.push(format!("{}: check_ledger's breaks {named:?}, the calls refused {refused:?}", shape.name));
             }
             // ...and the others work, or fail cleanly.
             let answers = run_calls(&mut c, &schema, |tables| !tables.contains(&shape.broken));

@@ -134,6 +134,16 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// The functions this problem refuses (check_ledger's `breaks`): an
+    /// error's, those that work on its table; a warning or notice breaks none.
+    pub fn breaks(&self) -> Vec<&'static str> {
+        if self.severity == Severity::Error {
+            super::requirements::breaks(self.table)
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Whether a function working on `tables` must refuse the ledger.
     pub fn blocks(&self, tables: &[&str]) -> bool {
         self.severity == Severity::Error && self.table.is_none_or(|t| tables.contains(&t))

@@ -348,6 +348,30 @@ pub mod uses {
     pub const BACKFILL: &[&str] = &["attempts", "runs", "runtime_sandbox_operations", "control"];
 }
 
+/// The functions as check_ledger's `breaks` names them, each with the tables
+/// it works on (the lists its gate checks): an error on one of those tables
+/// refuses it, an error elsewhere does not.
+pub const FUNCTIONS: &[(&str, &[&str])] = &[
+    ("reconcile_daytona (dry run)", uses::RECONCILE_READ),
+    ("reconcile_daytona (apply)", uses::RECONCILE_APPLY),
+    ("reconcile_daytona_latest (dry run)", uses::LATEST_READ),
+    ("reconcile_daytona_latest (apply)", uses::LATEST_APPLY),
+    ("record_inventory_snapshot", uses::SNAPSHOT),
+    ("schedule_reconciliation", uses::LATEST_APPLY),
+    ("preview_sandbox_operation_backfill", uses::BACKFILL),
+    ("backfill_sandbox_operations", uses::BACKFILL),
+    ("advance_sandbox_operation_backfill", uses::BACKFILL),
+    ("backfill_status", uses::BACKFILL),
+    ("run_sandbox_operation_backfill", uses::BACKFILL),
+    ("complete_sandbox_operation_backfill", uses::BACKFILL),
+    ("schedule_sandbox_operation_backfill", uses::BACKFILL),
+];
+
+/// The functions an error on `table` refuses (None: the whole schema, every one).
+pub fn breaks(table: Option<&str>) -> Vec<&'static str> {
+    FUNCTIONS.iter().filter(|(_, tables)| table.is_none_or(|t| tables.contains(&t))).map(|&(f, _)| f).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +413,34 @@ mod tests {
             for name in list {
                 assert!(table(name).is_some(), "{name}");
             }
+        }
+    }
+
+    #[test]
+    fn a_tables_problem_breaks_only_the_functions_that_use_it() {
+        assert_eq!(
+            breaks(Some("control")),
+            [
+                "preview_sandbox_operation_backfill",
+                "backfill_sandbox_operations",
+                "advance_sandbox_operation_backfill",
+                "backfill_status",
+                "run_sandbox_operation_backfill",
+                "complete_sandbox_operation_backfill",
+                "schedule_sandbox_operation_backfill"
+            ]
+        );
+        assert_eq!(
+            breaks(Some("reconciliation_runs")),
+            ["reconcile_daytona (apply)", "reconcile_daytona_latest (apply)", "schedule_reconciliation"]
+        );
+        assert_eq!(breaks(Some("provider_inventory_items")).len(), 4);
+        assert!(breaks(Some("runtime_sandbox_operations")).contains(&"reconcile_daytona (dry run)"));
+        assert!(breaks(Some("runtime_sandbox_operations")).contains(&"backfill_status"));
+        assert_eq!(breaks(None).len(), FUNCTIONS.len());
+        // Every table a function uses is a ledger table; every ledger table but the snapshots' is used by the backfill or a reconcile.
+        for (_, tables) in FUNCTIONS {
+            assert!(tables.iter().all(|t| table(t).is_some()));
         }
     }
 }

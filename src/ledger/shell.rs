@@ -422,9 +422,34 @@ fn install_ledger_ddl(
 }
 
 /// What keeps the ledger schema from serving the functions, with the DDL that
-/// fixes each problem (no rows means ready). Read-only; reads only catalogs.
+/// fixes each problem and the functions it refuses (no rows means ready).
+/// Read-only; reads only catalogs.
+#[allow(clippy::type_complexity)]
 #[pg_extern(name = "check_ledger", stable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
+fn check_ledger_with_breaks(
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> TableIterator<
+    'static,
+    (
+        name!(object, String),
+        name!(problem, String),
+        name!(fix, Option<String>),
+        name!(severity, String),
+        name!(breaks, Vec<String>),
+    ),
+> {
+    let schema = ledger_argument(ledger_schema);
+    let problems = checked(&schema).problems.clone();
+    TableIterator::new(problems.into_iter().map(|p| {
+        let breaks = p.breaks().into_iter().map(String::from).collect();
+        (p.object, p.problem, p.fix, p.severity.as_str().to_string(), breaks)
+    }))
+}
+
+/// The 0.3.0 signature (four columns), kept so a 0.3.0 catalog works until
+/// `ALTER EXTENSION runtime_sandbox UPDATE`.
+#[pg_extern(sql = false)]
 fn check_ledger_with_fixes(
     ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
 ) -> TableIterator<

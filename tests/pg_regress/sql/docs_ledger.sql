@@ -9,7 +9,7 @@ DROP INDEX runtime_scheduler.sandbox_cleanup_events_v2_sandbox_idx;
 SELECT object, problem, severity FROM runtime_sandbox.check_ledger();
 SELECT step, object FROM runtime_sandbox.install_ledger_ddl();
 SELECT statement FROM runtime_sandbox.install_ledger_ddl();
-SELECT * FROM runtime_sandbox.check_ledger('nowhere');
+SELECT object, problem, fix, severity FROM runtime_sandbox.check_ledger('nowhere');
 SELECT runtime_sandbox.install_ledger('a;b');
 -- An application's own ledger: a uuid lease id, a NOT NULL column of its own, an audit trigger.
 CREATE SCHEMA app_ledger;
