@@ -5,7 +5,7 @@
 //! 404 fail at once. No body is ever logged (a pre-v0.180 item carries the
 //! sandbox's environment variables).
 
-use crate::listing::{self, Next, Page, Sandbox, Walk};
+use crate::listing::{self, Item, Next, Page, RoutingDomain, Walk};
 use crate::Failure;
 use std::time::{Duration, Instant};
 use ureq::Agent;
@@ -49,6 +49,9 @@ pub struct Lister {
     pub backoff: Duration,
     pub max_wait: Duration,
     pub agent: Agent,
+    /// How items are mapped (listing::item).
+    pub operation_label: String,
+    pub routing: RoutingDomain,
 }
 
 const USER_AGENT: &str = concat!("runtime-sandbox-recorder/", env!("CARGO_PKG_VERSION"));
@@ -84,9 +87,9 @@ enum Answer {
 impl Lister {
     /// Walk one organization's sandboxes, oldest first, to the null cursor.
     /// `log` takes progress lines (pages, items, elapsed), never a body or key.
-    pub fn list(&self, org: &Organization, log: &mut dyn FnMut(String)) -> Result<Vec<Sandbox>, Failure> {
+    pub fn list(&self, org: &Organization, log: &mut dyn FnMut(String)) -> Result<Vec<Item>, Failure> {
         let started = Instant::now();
-        let mut walk = Walk::new(&org.id, self.max_pages);
+        let mut walk = Walk::new(&org.id, self.max_pages, &self.operation_label, self.routing);
         let mut cursor: Option<String> = None;
         let mut reported = Instant::now();
         loop {

@@ -311,6 +311,8 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
         backoff: Duration::from_millis(cli.backoff_ms),
         max_wait,
         agent: daytona::agent(timeout, cli.ca_file.as_deref())?,
+        operation_label: cli.operation_label.trim().to_string(),
+        routing,
     };
     let target = record::Target {
         database: cli.database.clone(),
@@ -334,7 +336,7 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
 
     // Just before the first request: a sandbox created while listing is then never called absent.
     let captured_at = SystemTime::now();
-    let mut sandboxes = Vec::new();
+    let mut items = Vec::new();
     for org in &orgs {
         let listed = lister.list(org, log)?;
         if listed.is_empty() && !cli.allow_empty.contains(&org.id) {
@@ -346,13 +348,12 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
                 org.id
             )));
         }
-        sandboxes.extend(listed);
+        items.extend(listed);
     }
     let mut seen = std::collections::HashSet::new();
-    if let Some(twice) = sandboxes.iter().find(|s| !seen.insert(&s.id)) {
-        return Err(Failure::incomplete(format!("sandbox {} was listed by two organizations", twice.id)));
+    if let Some(twice) = items.iter().find(|i| !seen.insert(&i.sandbox_id)) {
+        return Err(Failure::incomplete(format!("sandbox {} was listed by two organizations", twice.sandbox_id)));
     }
-    let items = listing::inventory(&sandboxes, cli.operation_label.trim(), routing);
     if !items.is_empty() && items.iter().all(|i| i.operation_key.is_none()) && !cli.allow_missing_operation_label {
         return Err(Failure::refused(format!(
             "none of the {} listed sandboxes carries the label {:?} (--operation-label): refused as a likely \

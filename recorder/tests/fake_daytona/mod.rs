@@ -74,6 +74,8 @@ struct State {
     /// The sandboxes one (organization, labels) lists, by index: filtered once, not on every page (the
     /// benchmark's 100,000 sandboxes in 500 pages).
     matching: Option<(String, BTreeMap<String, String>, Vec<usize>)>,
+    /// Each sandbox's SandboxListItem, serialized once.
+    rendered: Vec<String>,
 }
 
 pub struct Fake {
@@ -150,6 +152,7 @@ impl Fake {
 
     pub fn sandboxes(&self, sandboxes: Vec<FakeSandbox>) -> &Self {
         let mut st = self.state.lock().unwrap();
+        st.rendered = sandboxes.iter().map(|s| item(s, false).to_string()).collect();
         st.sandboxes = sandboxes;
         st.matching = None;
         drop(st);
@@ -280,9 +283,9 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
         st.matching = Some((organization.clone(), labels.clone(), indexes));
     }
     let indexes = &st.matching.as_ref().expect("just filled").2;
-    let matching: Vec<&FakeSandbox> = indexes.iter().map(|&i| &st.sandboxes[i]).collect();
+    let sandbox = |n: usize| &st.sandboxes[indexes[n]];
     if st.plain_array && !query.contains_key("cursor") {
-        let body: Vec<serde_json::Value> = matching.iter().map(|s| item(s, true)).collect();
+        let body: Vec<serde_json::Value> = (0..indexes.len()).map(|n| item(sandbox(n), true)).collect();
         return respond(request, 200, serde_json::Value::Array(body).to_string(), &[]);
     }
     let start = match query.get("cursor") {
@@ -292,15 +295,16 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
             None => return respond(request, 400, error(400, "Invalid cursor"), &[]),
         },
     };
-    let end = (start + limit).min(matching.len());
-    let mut items: Vec<serde_json::Value> = matching[start.min(end)..end].iter().map(|s| item(s, false)).collect();
+    let end = (start + limit).min(indexes.len());
+    let mut items: Vec<&str> = (start.min(end)..end).map(|n| st.rendered[indexes[n]].as_str()).collect();
+    let foreign = item(&FakeSandbox::new("foreign-1", "org-elsewhere", &[], "started"), false).to_string();
     match &quirk {
-        Some(Quirk::RepeatId) if start > 0 => items.insert(0, item(matching[start - 1], false)),
-        Some(Quirk::ForeignItem) => items.push(item(&FakeSandbox::new("foreign-1", "org-elsewhere", &[], "started"), false)),
+        Some(Quirk::RepeatId) if start > 0 => items.insert(0, st.rendered[indexes[start - 1]].as_str()),
+        Some(Quirk::ForeignItem) => items.push(&foreign),
         _ => {}
     }
-    let next = if end < matching.len() { serde_json::Value::from(cursor(end)) } else { serde_json::Value::Null };
-    let body = serde_json::json!({"items": items, "nextCursor": next});
+    let next = if end < indexes.len() { serde_json::Value::from(cursor(end)) } else { serde_json::Value::Null };
+    let body = format!("{{\"items\":[{}],\"nextCursor\":{next}}}", items.join(","));
     drop(st);
-    respond(request, 200, body.to_string(), &[]);
+    respond(request, 200, body, &[]);
 }
