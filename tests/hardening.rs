@@ -78,6 +78,8 @@ const JOBS: &[(&str, &str)] = &[
     ),
     ("CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 1)", ""),
     ("SELECT phase, attempts_remaining::pg_catalog.text FROM runtime_sandbox.backfill_status()", "complete 0"),
+    // A migration tool's call (docs/privileges.md grants it): the rest of a completed backfill is nothing.
+    ("SELECT phase FROM runtime_sandbox.complete_sandbox_operation_backfill()", "complete"),
     ("SELECT object, problem FROM runtime_sandbox.check_ledger()", ""),
     (
         r#"SELECT action FROM runtime_sandbox.reconcile_managed_environment(

@@ -193,3 +193,42 @@ fn reconcile_a_blocked_apply_warns_and_notifies_listeners() {
         .get(0);
     assert_eq!(live, 2);
 }
+
+#[test]
+fn reconcile_two_environments_applies_do_not_skip_each_other() {
+    let db = common::fresh_database("reconcile_overlap_environments");
+    let mut production = common::connect(&db);
+    let mut staging = common::connect(&db);
+    let mut again = common::connect(&db);
+    production.batch_execute(LEDGER).unwrap();
+    production
+        .batch_execute(
+            "INSERT INTO runtime_scheduler.runtime_sandbox_operations
+                 (operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, state, provider_created_at)
+             VALUES ('s1', 'daytona', 'run-s1', 1, 'org', 'staging', 'sb-s1', 'live', now() - interval '1 hour')",
+        )
+        .unwrap();
+    const STAGING: &str = "SELECT status FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\":\"sb-s1\"}]', now(), false,
+                                                                            environment => 'staging')";
+    // A production apply holds its guard: staging's apply runs beside it, a second production apply skips.
+    let mut tx = production.transaction().unwrap();
+    assert_eq!(tx.query_one(APPLY, &[]).unwrap().get::<_, String>(0), "applied");
+    assert_eq!(status(&mut staging, STAGING), "applied");
+    assert_eq!(status(&mut again, APPLY), "skipped_concurrent");
+    tx.commit().unwrap();
+    // And the other way round: a staging apply held, production applies.
+    let mut tx = staging.transaction().unwrap();
+    assert_eq!(tx.query_one(STAGING, &[]).unwrap().get::<_, String>(0), "applied");
+    assert_eq!(status(&mut production, APPLY), "applied");
+    assert_eq!(status(&mut again, STAGING), "skipped_concurrent");
+    tx.commit().unwrap();
+    let runs: Vec<(String, String)> = production
+        .query("SELECT environment, status FROM runtime_scheduler.reconciliation_runs ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let count = |e: &str, s: &str| runs.iter().filter(|(re, rs)| re == e && rs == s).count();
+    assert_eq!((count("production", "applied"), count("staging", "applied")), (2, 2), "{runs:?}");
+    assert_eq!((count("production", "skipped_concurrent"), count("staging", "skipped_concurrent")), (1, 1), "{runs:?}");
+}
