@@ -28,6 +28,8 @@ stage=target/package/$name
 rm -rf "$stage" && mkdir -p "$stage/DEBIAN" "$stage/usr/lib/postgresql/$major/lib" \
   "$stage/usr/share/postgresql/$major/extension" "$stage/usr/share/doc/$name" "$stage/usr/bin"
 install -m 0755 target/release/runtime-sandbox-recorder "$stage/usr/bin/runtime-sandbox-recorder"
+mkdir -p "$stage/usr/share/doc/$name/examples"
+install -m 0644 recorder/deploy/* "$stage/usr/share/doc/$name/examples/"
 strip --strip-unneeded "$stage/usr/bin/runtime-sandbox-recorder"
 install -m 0644 "$so" "$stage/usr/lib/postgresql/$major/lib/runtime_sandbox.so"
 strip --strip-unneeded "$stage/usr/lib/postgresql/$major/lib/runtime_sandbox.so"

@@ -23,14 +23,15 @@ dir=/tmp/runtime_sandbox-pkg-$major
 # Every file the package installs is its own, and dpkg -r removes them all.
 check_installed() {   # $1: a command prefix that runs dpkg-query in the target system
   local listed
-  listed=$($1 dpkg-query -L "$name" | grep -E 'runtime_sandbox|runtime-sandbox-recorder' | sort)
+  listed=$($1 dpkg-query -L "$name" | grep -E 'runtime_sandbox|runtime-sandbox' | sort)
   for want in "/usr/lib/postgresql/$major/lib/runtime_sandbox.so" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox.control" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.4.0.sql" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.1.0--0.2.0.sql" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.2.0--0.3.0.sql" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.3.0--0.4.0.sql" \
-              "/usr/bin/runtime-sandbox-recorder"; do
+              "/usr/bin/runtime-sandbox-recorder" \
+              "/usr/share/doc/$name/examples/runtime-sandbox-recorder.service"; do
     grep -qx "$want" <<<"$listed" || { echo "test_package: the package does not install $want" >&2; exit 1; }
   done
   # The recorder runs in the target system (its own libc), and says which version it is.
