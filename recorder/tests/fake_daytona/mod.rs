@@ -207,7 +207,20 @@ fn item(s: &FakeSandbox, full: bool) -> serde_json::Value {
     item
 }
 
+/// Wait until `deadline`: a sleep to within a millisecond of it, then a spin, so that a page's fixed delay is that
+/// delay (a bare sleep overshoots by a fraction of a millisecond, which 500 pages add up).
+fn wait_until(deadline: std::time::Instant) {
+    let now = std::time::Instant::now();
+    if deadline > now + Duration::from_millis(1) {
+        std::thread::sleep(deadline - now - Duration::from_millis(1));
+    }
+    while std::time::Instant::now() < deadline {
+        std::hint::spin_loop();
+    }
+}
+
 fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
+    let received = std::time::Instant::now();
     let url = request.url().to_string();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let query: BTreeMap<String, String> = query
@@ -232,7 +245,8 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
         return respond(request, 404, error(404, "Cannot GET"), &[]);
     }
     if !delay.is_zero() {
-        std::thread::sleep(delay);
+        // The delay counts from the request's arrival, the server's own work included.
+        wait_until(received + delay);
     }
     match &quirk {
         Some(Quirk::Status(status)) => return respond(request, *status, error(*status, "quirk"), &[]),
