@@ -74,15 +74,10 @@ pub fn job_name(argument: &'static str, value: &str) -> Result<String, ArgError>
 
 /// The job name a schedule function uses when none is given: one job per
 /// ledger and kind (and database, for a job run in another one), so
-/// scheduling another ledger never replaces this one.
-pub fn default_job_name(kind: &str, ledger: &SchemaName, database: Option<&str>) -> Result<String, ArgError> {
-    default_job_name_in(kind, ledger, database, None)
-}
-
-/// default_job_name, for the reconciliation of an environment other than
-/// 'production' (`Some`): `<kind>:[<database>.]<ledger_schema>:<environment>`,
-/// so each environment of a ledger has its own job.
-pub fn default_job_name_in(
+/// scheduling another ledger never replaces this one; for the reconciliation
+/// of an environment other than 'production' (`Some`), also one per
+/// environment: `<kind>:[<database>.]<ledger_schema>:<environment>`.
+pub fn default_job_name(
     kind: &str,
     ledger: &SchemaName,
     database: Option<&str>,
@@ -159,10 +154,9 @@ pub fn cron_schedule(value: &str) -> Result<String, ArgError> {
     Ok(fields.join(" "))
 }
 
-/// A SQL string literal (standard_conforming_strings: only quotes double).
-pub fn literal(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "''"))
-}
+/// A SQL string literal for a job's command (args::sql_literal: right
+/// whatever standard_conforming_strings says).
+pub use crate::args::sql_literal as literal;
 
 /// An interval as SQL that reads back the same in any session (no IntervalStyle involved).
 pub fn interval_sql(months: i32, days: i32, micros: i64) -> String {
@@ -226,7 +220,7 @@ pub fn reconcile_command(job_name: &str, ledger: &SchemaName, job: &ReconcileJob
         (
             "run_reconciliation_job_in_environment",
             "text, integer, interval, interval, integer, real, name",
-            format!("environment => {}, ", crate::args::sql_literal(&job.environment)),
+            format!("environment => {}, ", literal(&job.environment)),
         )
     };
     job_command(
@@ -349,14 +343,14 @@ mod tests {
         assert!(job_environment("a$runtime_sandbox_job$b").is_err());
         assert!(job_environment("staging").is_ok());
         assert_eq!(
-            default_job_name_in("reconcile_daytona", &ledger, Some("app"), Some("staging")).unwrap(),
+            default_job_name("reconcile_daytona", &ledger, Some("app"), Some("staging")).unwrap(),
             "reconcile_daytona:app.ops_ledger:staging"
         );
-        assert_eq!(default_job_name_in("reconcile_daytona", &ledger, None, Some(&"e".repeat(60))).unwrap_err().argument, "job_name");
-        assert_eq!(default_job_name("reconcile_daytona", &ledger, None).unwrap(), "reconcile_daytona:ops_ledger");
-        assert_eq!(default_job_name("reconcile_daytona", &ledger, Some("app")).unwrap(), "reconcile_daytona:app.ops_ledger");
+        assert_eq!(default_job_name("reconcile_daytona", &ledger, None, Some(&"e".repeat(60))).unwrap_err().argument, "job_name");
+        assert_eq!(default_job_name("reconcile_daytona", &ledger, None, None).unwrap(), "reconcile_daytona:ops_ledger");
+        assert_eq!(default_job_name("reconcile_daytona", &ledger, Some("app"), None).unwrap(), "reconcile_daytona:app.ops_ledger");
         let long = schema_name("ledger_schema", &"l".repeat(63)).unwrap();
-        assert_eq!(default_job_name("reconcile_daytona", &long, None).unwrap_err().argument, "job_name");
+        assert_eq!(default_job_name("reconcile_daytona", &long, None, None).unwrap_err().argument, "job_name");
         assert!(job_name("job_name", "a$runtime_sandbox_job$b").is_err());
         assert_eq!(interval_sql(0, 0, -1_500_000), "pg_catalog.make_interval(months => 0, days => 0, secs => -1.500000)");
     }

@@ -373,7 +373,7 @@ fn schedule_reconciliation_of(
         None => existing_schema("ledger_schema", ledger_schema.as_str()),
         Some(_) => check(args::schema_name("ledger_schema", ledger_schema.as_str())),
     };
-    let job = reconcile_job(job_name, &ledger, &target, &environment);
+    let job = job(job_name, RECONCILE_JOB, &ledger, &target, Some(&environment));
     let options = rules::ReconcileJob {
         batch_size,
         minimum_age: parts(minimum_age),
@@ -452,7 +452,7 @@ fn unschedule_reconciliation_of(
     let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
     let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let target = target(database);
-    let job = reconcile_job(job_name, &ledger, &target, &environment);
+    let job = job(job_name, RECONCILE_JOB, &ledger, &target, Some(&environment));
     crate::shell::standby::refuse_writes("unschedule_reconciliation");
     Spi::connect_mut(|client| unschedule_job(client, "unschedule_reconciliation", &job, &target))
 }
@@ -489,7 +489,7 @@ fn schedule_sandbox_operation_backfill_in(
         None => existing_schema("ledger_schema", ledger_schema.as_str()),
         Some(_) => check(args::schema_name("ledger_schema", ledger_schema.as_str())),
     };
-    let job = job(job_name, BACKFILL_JOB, &ledger, &target);
+    let job = job(job_name, BACKFILL_JOB, &ledger, &target, None);
     let command = rules::backfill_command(&job, batch_size, max_batches, &ledger);
     if target.database.is_none() {
         crate::ledger::require(&ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
@@ -520,7 +520,7 @@ fn unschedule_sandbox_operation_backfill_in(
 ) -> bool {
     let ledger = check(args::schema_name("ledger_schema", check(summary::required("ledger_schema", ledger_schema)).as_str()));
     let target = target(database);
-    let job = job(job_name, BACKFILL_JOB, &ledger, &target);
+    let job = job(job_name, BACKFILL_JOB, &ledger, &target, None);
     crate::shell::standby::refuse_writes("unschedule_sandbox_operation_backfill");
     Spi::connect_mut(|client| unschedule_job(client, "unschedule_sandbox_operation_backfill", &job, &target))
 }
@@ -531,25 +531,14 @@ fn unschedule_sandbox_operation_backfill(job_name: Option<&str>, ledger_schema: 
     unschedule_sandbox_operation_backfill_in(job_name, ledger_schema, None)
 }
 
-/// The job's name: the caller's, or `<kind>:[<database>.]<ledger_schema>`.
-/// The reconciliation job's name: given, or the default of its ledger and
-/// environment ('production' keeps the name of earlier releases).
-fn reconcile_job(job_name: Option<&str>, ledger: &SchemaName, target: &Target, environment: &args::Environment) -> String {
+/// The job's name: the caller's, or `<kind>:[<database>.]<ledger_schema>`
+/// (with `:<environment>` for a reconciliation of an environment other than
+/// 'production', which keeps the name of earlier releases).
+fn job(job_name: Option<&str>, kind: &str, ledger: &SchemaName, target: &Target, environment: Option<&args::Environment>) -> String {
+    let environment = environment.filter(|e| !e.is_default()).map(|e| e.name.as_str());
     match job_name {
         Some(name) => check(rules::job_name("job_name", name)),
-        None => check(rules::default_job_name_in(
-            RECONCILE_JOB,
-            ledger,
-            target.database.as_deref(),
-            (!environment.is_default()).then_some(environment.name.as_str()),
-        )),
-    }
-}
-
-fn job(job_name: Option<&str>, kind: &str, ledger: &SchemaName, target: &Target) -> String {
-    match job_name {
-        Some(name) => check(rules::job_name("job_name", name)),
-        None => check(rules::default_job_name(kind, ledger, target.database.as_deref())),
+        None => check(rules::default_job_name(kind, ledger, target.database.as_deref(), environment)),
     }
 }
 

@@ -88,12 +88,18 @@ pub struct Summary {
     /// The operations' environment reconciled.
     pub environment: String,
     /// When blocked by unowned sandboxes: how many of them live or deleting
-    /// operations of other environments own, by environment (an object; {}
-    /// when none); None otherwise.
-    pub unowned_in_other_environments: Option<serde_json::Map<String, serde_json::Value>>,
-    /// The same, most first (for the hint).
-    #[serde(skip)]
-    pub owners_elsewhere: Vec<(String, i64)>,
+    /// operations of other environments own, by environment, most first
+    /// (serialized as an object; {} when none); None otherwise.
+    #[serde(serialize_with = "as_object")]
+    pub unowned_in_other_environments: Option<Vec<(String, i64)>>,
+}
+
+/// (environment, count) pairs as the JSON object the result row holds.
+fn as_object<S: serde::Serializer>(owners: &Option<Vec<(String, i64)>>, serializer: S) -> Result<S::Ok, S::Error> {
+    match owners {
+        None => serializer.serialize_none(),
+        Some(owners) => serializer.collect_map(owners.iter().map(|(environment, owned)| (environment, owned))),
+    }
 }
 
 impl Summary {
@@ -120,7 +126,6 @@ impl Summary {
             confirming_snapshots: None,
             environment: crate::args::DEFAULT_ENVIRONMENT.to_owned(),
             unowned_in_other_environments: None,
-            owners_elsewhere: Vec::new(),
         }
     }
 
@@ -131,21 +136,20 @@ impl Summary {
     /// Record what other environments own of the unowned sandboxes
     /// (`owners`: environment and count, most first).
     pub fn owned_elsewhere(&mut self, owners: &[(String, i64)]) {
-        self.unowned_in_other_environments =
-            Some(owners.iter().map(|(environment, owned)| (environment.clone(), (*owned).into())).collect());
-        self.owners_elsewhere = owners.to_vec();
+        self.unowned_in_other_environments = Some(owners.to_vec());
     }
 
     /// The hint a run blocked by unowned sandboxes gives when operations of
     /// other environments own some of them; None when none do.
     pub fn other_environment_hint(&self) -> Option<String> {
-        let (top, _) = self.owners_elsewhere.first()?;
+        let owners = self.unowned_in_other_environments.as_deref()?;
+        let (top, _) = owners.first()?;
         let unowned = self.unmatched_provider_sandbox_ids.len();
-        let all: Vec<String> = self.owners_elsewhere.iter().map(|(e, n)| format!("{n} in {e:?}")).collect();
+        let all: Vec<String> = owners.iter().map(|(e, n)| format!("{n} in {e:?}")).collect();
         Some(format!(
             "{} of {unowned} unowned sandboxes belong to live operations of other environments ({}); \
              this run reconciled environment {:?}: pass environment => {} if the listing is that environment's",
-            self.owners_elsewhere.iter().map(|(_, n)| n).sum::<i64>(),
+            owners.iter().map(|(_, n)| n).sum::<i64>(),
             all.join(", "),
             self.environment,
             crate::args::sql_literal(top),
