@@ -31,6 +31,8 @@ pub extern "C-unwind" fn _PG_init() {
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
     // The core's recursions over user data call PostgreSQL's stack check.
     stack::install(|| unsafe { pg_sys::check_stack_depth() });
+    // The ledger owner's functions run with the owner's search path (shell::owner).
+    shell::owner::install_hooks();
 }
 
 pub mod args;

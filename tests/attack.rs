@@ -302,9 +302,9 @@ fn the_ledger_owners_code_never_runs_with_the_callers_privileges() {
         println!("{}", outcomes.join("\n"));
     }
     // The code ran (as the attacker) for every kind the functions can use a ledger with; the kinds that make
-    // a ledger unusable (a view or a composite type in place of a table or column) are refused by the check,
-    // a deferred trigger by PostgreSQL inside the security-restricted operation.
-    for kind in ["before_trigger", "statement_trigger", "default", "generated", "check", "domain", "index", "policy"] {
+    // a ledger unusable (a view or a composite type in place of a table or column) are refused by the check.
+    // A deferred trigger fires at the end of each statement of the call, inside the restricted operation.
+    for kind in ["before_trigger", "statement_trigger", "default", "generated", "check", "domain", "index", "policy", "deferred_trigger"] {
         assert!(fired.get(kind).copied().unwrap_or(0) > 0, "{kind}: the attacker's code never ran: {fired:?}");
     }
     drop(su);

@@ -434,20 +434,19 @@ fn check_table(
         out.push(notice(format!("trigger {}", quoted_name(trigger))));
     }
     for deferred in &relation.deferred {
+        // PostgreSQL cannot queue it inside the owner's restricted context:
+        // shell::owner makes it IMMEDIATE for the call instead.
         out.push(Problem {
             table: Some(name),
             object: object.clone(),
             problem: format!(
-                "{} is DEFERRABLE INITIALLY DEFERRED: it fires at COMMIT, which PostgreSQL does not let the functions \
-                 queue when they run as the owner {} for another role; only the owner can run them on this table",
+                "{} is DEFERRABLE INITIALLY DEFERRED: when a role other than the owner {} calls, it is checked at the \
+                 end of each of the call's statements, as the owner, instead of at COMMIT",
                 quoted_name(deferred),
                 facts.owner
             ),
-            fix: Some(format!(
-                "ALTER TABLE {quoted}.{name} ALTER CONSTRAINT {} NOT DEFERRABLE; -- a constraint trigger: re-create it NOT DEFERRABLE",
-                quote_ident(deferred)
-            )),
-            severity: Severity::Warning,
+            fix: None,
+            severity: Severity::Notice,
         });
     }
     for rule in &relation.rules {

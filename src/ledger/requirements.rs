@@ -26,6 +26,9 @@ pub enum Ty {
     Timestamp,
     /// jsonb, or json (read as jsonb).
     Json,
+    /// jsonb, json, or text holding JSON: read as the application reads it (a
+    /// text value is a string to it), written as it writes it (jsonb's text).
+    JsonOrText,
     Bool,
     /// The ledger's `runtime_sandbox_operation_state` enum, or a `Text` type.
     State,
@@ -41,7 +44,7 @@ impl Ty {
             Ty::Int => "integer",
             Ty::BigInt => "bigint",
             Ty::Timestamp => "timestamptz",
-            Ty::Json => "jsonb",
+            Ty::Json | Ty::JsonOrText => "jsonb",
             Ty::Bool => "boolean",
             Ty::State => OPERATION_STATE,
         }
@@ -56,6 +59,7 @@ impl Ty {
             Ty::BigInt => "integer or bigint",
             Ty::Timestamp => "timestamptz or timestamp",
             Ty::Json => "jsonb or json",
+            Ty::JsonOrText => "jsonb, json, text, varchar or citext",
             Ty::Bool => "boolean",
             Ty::State => "the runtime_sandbox_operation_state enum, text or varchar",
             Ty::Key => "text",
@@ -72,6 +76,7 @@ impl Ty {
             Ty::BigInt => matches!(base, "int4" | "int8"),
             Ty::Timestamp => matches!(base, "timestamptz" | "timestamp"),
             Ty::Json => matches!(base, "jsonb" | "json"),
+            Ty::JsonOrText => matches!(base, "jsonb" | "json" | "text" | "varchar" | "citext"),
             Ty::Bool => base == "bool",
         }
     }
@@ -225,7 +230,7 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         name: "control",
-        columns: &[col("key", Ty::Text, "text"), col("value", Ty::Json, "jsonb")],
+        columns: &[col("key", Ty::Text, "text"), col("value", Ty::JsonOrText, "jsonb")],
         inserted: Some(&["key", "value"]),
     },
     Table {

@@ -16,9 +16,25 @@
 //! - on the way out (normal return or unwinding) the caller's user and
 //!   security context come back; an ERROR's transaction or subtransaction
 //!   abort restores both anyway.
-//! PostgreSQL refuses to queue deferred triggers inside such an operation
-//! (they would fire at COMMIT, as the caller): a ledger with a DEFERRABLE
-//! INITIALLY DEFERRED trigger works only for its owner (check_ledger warns).
+//!
+//! The owner's code (its trigger functions, and any other function of its in
+//! SQL or a procedural language without a search_path of its own) runs with
+//! the owner's search path, as when the application runs it: the owner's
+//! role/database setting (ALTER ROLE ... [IN DATABASE] ... SET search_path,
+//! else ALTER DATABASE ... SET, else the server's default), never the
+//! caller's session value; pg_catalog first and pg_temp last. PostgreSQL's
+//! function-manager hook sets it around each such call; the extension's own
+//! statements keep their pinned `pg_catalog, pg_temp`, so no function planted
+//! in a schema of that path can take a built-in's place in them.
+//!
+//! PostgreSQL refuses to queue deferred trigger events inside a
+//! security-restricted operation (they would fire at COMMIT, as the caller).
+//! So for the call, deferrable constraints are made IMMEDIATE (SET
+//! CONSTRAINTS ALL IMMEDIATE, as the caller, before switching): the owner's
+//! foreign keys and constraint triggers are checked at the end of each
+//! statement, as the owner, instead of at COMMIT; afterwards the ones that
+//! are INITIALLY DEFERRED are DEFERRED again for the rest of the caller's
+//! transaction.
 //!
 //! Who may switch is decided by the caller of `as_owner` (`may_act_as`): the
 //! owner itself, a member of its role, or a superuser.
@@ -43,14 +59,16 @@ impl Drop for Restore {
     }
 }
 
-/// Run `work` as `owner`, in a security-restricted operation. When the
-/// caller is the owner there is nobody to protect: `work` runs as it is (so
-/// the owner's own deferred triggers, which PostgreSQL refuses to queue
-/// inside a security-restricted operation, keep working for the owner).
+/// Run `work` as `owner`, in a security-restricted operation, with the
+/// owner's search path. When the caller is the owner there is nobody to
+/// protect: `work` runs as the caller (so the owner's deferred triggers fire
+/// at COMMIT, as they do for the application).
 pub fn as_owner<R>(owner: pg_sys::Oid, work: impl FnOnce() -> R) -> R {
+    let _path = OwnerPath::enter(search_path_for(owner_search_path(owner).as_deref()));
     if owner == current_user() {
         return work();
     }
+    let deferred = Deferrable::make_immediate();
     let restore = unsafe {
         let mut user = pg_sys::InvalidOid;
         let mut context = 0i32;
@@ -65,7 +83,206 @@ pub fn as_owner<R>(owner: pg_sys::Oid, work: impl FnOnce() -> R) -> R {
     };
     let result = work();
     drop(restore);
+    // On an error the (sub)transaction's abort restores the constraint modes.
+    deferred.restore();
     result
+}
+
+thread_local! {
+    /// The owner's search path while `as_owner` runs (None outside).
+    static OWNER_PATH: std::cell::RefCell<Option<std::ffi::CString>> = const { std::cell::RefCell::new(None) };
+    /// Per hooked call (innermost last): the GUC nest level it pushed, if any.
+    static HOOKED: std::cell::RefCell<Vec<Option<i32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The owner's path in effect for a call; the previous one comes back on
+/// drop (also when an error unwinds).
+struct OwnerPath(Option<std::ffi::CString>);
+
+impl OwnerPath {
+    fn enter(path: String) -> Self {
+        let path = std::ffi::CString::new(path).ok();
+        OwnerPath(OWNER_PATH.with(|p| p.replace(path)))
+    }
+}
+
+impl Drop for OwnerPath {
+    fn drop(&mut self) {
+        OWNER_PATH.with(|p| *p.borrow_mut() = self.0.take());
+    }
+}
+
+static mut PREVIOUS_NEEDS_FMGR_HOOK: pg_sys::needs_fmgr_hook_type = None;
+static mut PREVIOUS_FMGR_HOOK: pg_sys::fmgr_hook_type = None;
+
+/// Install the function-manager hooks (from _PG_init), after any already there.
+pub fn install_hooks() {
+    // SAFETY: _PG_init runs once per backend, before any query.
+    unsafe {
+        PREVIOUS_NEEDS_FMGR_HOOK = pg_sys::needs_fmgr_hook;
+        PREVIOUS_FMGR_HOOK = pg_sys::fmgr_hook;
+        pg_sys::needs_fmgr_hook = Some(needs_owner_path);
+        pg_sys::fmgr_hook = Some(owner_path_hook);
+    }
+}
+
+/// pg_language OIDs of internal and C functions (pg_language.dat): their
+/// code does not look names up in the search path.
+const INTERNAL_LANGUAGE: u32 = 12;
+const C_LANGUAGE: u32 = 13;
+
+/// Whether a call of `fn_oid` must pass through `owner_path_hook`: while
+/// `as_owner` runs, a function outside pg_catalog, in SQL or a procedural
+/// language, without settings of its own (proconfig: the extension's own
+/// functions pin their search_path that way).
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn needs_owner_path(fn_oid: pg_sys::Oid) -> bool {
+    if let Some(previous) = unsafe { PREVIOUS_NEEDS_FMGR_HOOK } {
+        if unsafe { previous(fn_oid) } {
+            return true;
+        }
+    }
+    if OWNER_PATH.with(|p| p.borrow().is_none()) {
+        return false;
+    }
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, fn_oid.into());
+        if tuple.is_null() {
+            return false;
+        }
+        let proc = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tuple);
+        let owners = (*proc).pronamespace != pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE)
+            && !matches!((*proc).prolang.to_u32(), INTERNAL_LANGUAGE | C_LANGUAGE)
+            && pg_sys::heap_attisnull(tuple, pg_sys::Anum_pg_proc_proconfig as i32, std::ptr::null_mut());
+        pg_sys::ReleaseSysCache(tuple);
+        owners
+    }
+}
+
+/// Around a hooked call: the owner's search_path for its duration (a GUC
+/// nest level of its own, as a function's own SET clause gets), when
+/// `as_owner` runs; nothing otherwise (a call prepared during `as_owner`
+/// and run later runs as it would have).
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn owner_path_hook(event: pg_sys::FmgrHookEventType::Type, flinfo: *mut pg_sys::FmgrInfo, arg: *mut pg_sys::Datum) {
+    if let Some(previous) = unsafe { PREVIOUS_FMGR_HOOK } {
+        unsafe { previous(event, flinfo, arg) };
+    }
+    match event {
+        pg_sys::FmgrHookEventType::FHET_START => {
+            let path = OWNER_PATH.with(|p| p.borrow().clone());
+            let level = path.map(|path| unsafe {
+                let level = pg_sys::NewGUCNestLevel();
+                pg_sys::set_config_option(
+                    c"search_path".as_ptr(),
+                    path.as_ptr(),
+                    if pg_sys::superuser() { pg_sys::GucContext::PGC_SUSET } else { pg_sys::GucContext::PGC_USERSET },
+                    pg_sys::GucSource::PGC_S_SESSION,
+                    pg_sys::GucAction::GUC_ACTION_SAVE,
+                    true,
+                    pgrx::PgLogLevel::ERROR as i32,
+                    false,
+                );
+                level
+            });
+            HOOKED.with(|h| h.borrow_mut().push(level));
+        }
+        pg_sys::FmgrHookEventType::FHET_END => {
+            if let Some(Some(level)) = HOOKED.with(|h| h.borrow_mut().pop()) {
+                // As after a function's own SET clause: the saved value comes
+                // back; what the function SET LOCAL otherwise stays.
+                unsafe { pg_sys::AtEOXact_GUC(true, level) };
+            }
+        }
+        _ => {
+            // The error's (sub)transaction abort pops the nest level.
+            HOOKED.with(|h| h.borrow_mut().pop());
+        }
+    }
+}
+
+/// The search path the owner's code runs with, from the owner's setting
+/// (None: it has none; the server's default applies): pg_catalog first, the
+/// owner's schemas, pg_temp last.
+pub fn search_path_for(owner_setting: Option<&str>) -> String {
+    let schemas = owner_setting.unwrap_or(DEFAULT_SEARCH_PATH).trim();
+    if schemas.is_empty() || schemas == "\"\"" {
+        "pg_catalog, pg_temp".to_string()
+    } else {
+        format!("pg_catalog, {schemas}, pg_temp")
+    }
+}
+
+/// The server's built-in search_path.
+const DEFAULT_SEARCH_PATH: &str = "\"$user\", public";
+
+/// The owner's search_path setting in this database, by PostgreSQL's own
+/// precedence: role in database, role, database, every role.
+fn owner_search_path(owner: pg_sys::Oid) -> Option<String> {
+    pgrx::Spi::connect(|client| {
+        let rows = client.select(include_str!("../../sql/queries/shell/owner_search_path.sql"), Some(1), &[owner.into()])?;
+        match rows.into_iter().next() {
+            Some(row) => row.get::<String>(1),
+            None => Ok(None),
+        }
+    })
+    .unwrap_or_else(|e: pgrx::spi::SpiError| pgrx::error!("runtime_sandbox: reading the owner's search_path: {e}"))
+}
+
+/// Deferrable constraints made IMMEDIATE for a call; the ones to defer again.
+struct Deferrable {
+    /// (schema, constraint name) of every INITIALLY DEFERRED constraint whose
+    /// name no other constraint of its schema shares unless it is one too.
+    initially_deferred: Vec<(String, String)>,
+    changed: bool,
+}
+
+impl Deferrable {
+    /// SET CONSTRAINTS ALL IMMEDIATE when the database has a deferrable
+    /// constraint (firing, as the caller, what the caller's transaction had
+    /// queued for them).
+    fn make_immediate() -> Self {
+        let (any, rows) = pgrx::Spi::connect(|client| {
+            let mut any = false;
+            let mut out = Vec::new();
+            for row in client.select(include_str!("../../sql/queries/shell/deferrable_constraints.sql"), None, &[])? {
+                any |= row.get::<bool>(1)?.unwrap_or(false);
+                if let (Some(schema), Some(name)) = (row.get::<String>(2)?, row.get::<String>(3)?) {
+                    out.push((schema, name));
+                }
+            }
+            Ok::<_, pgrx::spi::SpiError>((any, out))
+        })
+        .unwrap_or_else(|e| pgrx::error!("runtime_sandbox: reading the deferrable constraints: {e}"));
+        if any {
+            set_constraints(&[], false);
+        }
+        Deferrable { initially_deferred: rows, changed: any }
+    }
+
+    fn restore(self) {
+        if self.changed && !self.initially_deferred.is_empty() {
+            set_constraints(&self.initially_deferred, true);
+        }
+    }
+}
+
+/// SET CONSTRAINTS {ALL | names} {IMMEDIATE | DEFERRED}, without SPI (no
+/// statement of its own, so nothing that needs a transaction id).
+fn set_constraints(names: &[(String, String)], deferred: bool) {
+    unsafe {
+        let mut stmt = pgrx::PgBox::<pg_sys::ConstraintsSetStmt>::alloc_node(pg_sys::NodeTag::T_ConstraintsSetStmt);
+        let mut list: *mut pg_sys::List = std::ptr::null_mut();
+        for (schema, name) in names {
+            let schema = std::ffi::CString::new(schema.as_str()).expect("catalog names have no NUL");
+            let name = std::ffi::CString::new(name.as_str()).expect("catalog names have no NUL");
+            let range = pg_sys::makeRangeVar(pg_sys::pstrdup(schema.as_ptr()), pg_sys::pstrdup(name.as_ptr()), -1);
+            list = pg_sys::lappend(list, range.cast());
+        }
+        stmt.constraints = list;
+        stmt.deferred = deferred;
+        pg_sys::AfterTriggerSetState(stmt.as_ptr());
+    }
 }
 
 /// The current user (the caller, outside `as_owner`).
@@ -103,9 +320,17 @@ pub fn with_setting<R>(name: &str, value: &str, work: impl FnOnce() -> R) -> R {
     }
     // SAFETY: pushes a GUC nest level.
     let level = Level(unsafe { pg_sys::NewGUCNestLevel() });
-    // Set directly, as set_config(name, value, true) does, not through SPI: a
-    // statement run that way would assign a transaction id, which a read-only
-    // call must not need (it would fail on a standby).
+    set_local(name, value);
+    let result = work();
+    drop(level);
+    result
+}
+
+/// Set `name` = `value` in the current GUC nest level, directly, as
+/// set_config(name, value, true) does, not through SPI: a statement run that
+/// way would assign a transaction id, which a read-only call must not need
+/// (it would fail on a standby).
+fn set_local(name: &str, value: &str) {
     let c_name = std::ffi::CString::new(name).expect("setting names have no NUL");
     let c_value = std::ffi::CString::new(value).expect("setting values have no NUL");
     // SAFETY: both strings outlive the call; errors are raised as ERROR.
@@ -122,7 +347,17 @@ pub fn with_setting<R>(name: &str, value: &str, work: impl FnOnce() -> R) -> R {
             false,
         );
     }
-    let result = work();
-    drop(level);
-    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_path_for;
+
+    #[test]
+    fn the_owners_schemas_sit_between_pg_catalog_and_pg_temp() {
+        assert_eq!(search_path_for(Some("runtime_scheduler, public")), "pg_catalog, runtime_scheduler, public, pg_temp");
+        assert_eq!(search_path_for(None), "pg_catalog, \"$user\", public, pg_temp");
+        assert_eq!(search_path_for(Some("")), "pg_catalog, pg_temp");
+        assert_eq!(search_path_for(Some("\"\"")), "pg_catalog, pg_temp");
+    }
 }
