@@ -288,3 +288,19 @@ DO $$ BEGIN
             pg_catalog.current_setting('runtime_sandbox.grantees'));
   END IF;
 END $$;
+
+-- Section: ledger_readiness, per capability: whether each function can run on a ledger, and the check_ledger
+-- errors that refuse it.
+CREATE  FUNCTION @extschema@."ledger_readiness"(
+	"ledger_schema" name DEFAULT 'runtime_scheduler' /* Option < Name > */
+) RETURNS TABLE (
+	"function" TEXT,  /* String */
+	"ready" bool,  /* bool */
+	"refused_for" TEXT[]  /* Vec < String > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'ledger_readiness_wrapper';
+COMMENT ON FUNCTION @extschema@.ledger_readiness(name) IS
+'Per capability of the extension on a ledger schema (default runtime_scheduler), one row per function as check_ledger''s breaks names it (reconcile_daytona (dry run), reconcile_daytona (apply), ..., the backfill functions): ready, and in refused_for the check_ledger errors that refuse it (object: problem). A function is ready when no error concerns a table it works on; the others run whatever the rest of the ledger lacks. Read-only; reads only the catalogs.';

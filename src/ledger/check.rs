@@ -577,6 +577,22 @@ pub fn checked_tables() -> Vec<&'static str> {
     requirements::table_names()
 }
 
+/// Per function (check_ledger's `breaks` names), the errors that refuse it:
+/// none means the function is ready on this ledger.
+pub fn readiness(problems: &[Problem]) -> Vec<(&'static str, Vec<String>)> {
+    requirements::FUNCTIONS
+        .iter()
+        .map(|&(function, _)| {
+            let refusing = problems
+                .iter()
+                .filter(|p| p.breaks().contains(&function))
+                .map(|p| format!("{}: {}", p.object, p.problem))
+                .collect();
+            (function, refusing)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -691,6 +707,25 @@ pub(crate) mod tests {
     #[test]
     fn a_ledger_as_installed_has_no_problem() {
         assert_eq!(rows(&canonical()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn readiness_names_the_errors_each_function_is_refused_for() {
+        assert!(readiness(&check("s", "\"s\"", Some(&canonical()))).iter().all(|(_, refusing)| refusing.is_empty()));
+        let mut facts = canonical();
+        facts.relations.retain(|r| r.name != "control");
+        let ready = readiness(&check("s", "\"s\"", Some(&facts)));
+        assert_eq!(ready.len(), requirements::FUNCTIONS.len());
+        for (function, refusing) in ready {
+            // Only the backfill works on control.
+            let backfill = function.contains("backfill");
+            assert_eq!(refusing.len(), usize::from(backfill), "{function}: {refusing:?}");
+            if backfill {
+                assert_eq!(refusing[0], "s.control: missing table");
+            }
+        }
+        let everything = readiness(&check("nowhere", "\"nowhere\"", None));
+        assert!(everything.iter().all(|(_, refusing)| refusing == &vec!["nowhere: missing schema".to_string()]));
     }
 
     #[test]

@@ -18,7 +18,7 @@ extension_sql_file!(
     name = "ledger_api",
     requires = [install_ledger_checked, install_ledger_ddl]
 );
-extension_sql_file!("../../sql/extension/ledger_check_api.sql", name = "ledger_check_api", requires = [check_ledger_with_breaks]);
+extension_sql_file!("../../sql/extension/ledger_check_api.sql", name = "ledger_check_api", requires = [check_ledger_with_breaks, ledger_readiness]);
 
 #[cfg(feature = "pg_test")]
 #[pgrx::pg_schema]

@@ -447,6 +447,24 @@ fn check_ledger_with_breaks(
     }))
 }
 
+/// Per capability (each function as check_ledger's `breaks` names it):
+/// whether it can run on the ledger, and the errors that refuse it.
+/// Read-only; reads only catalogs.
+#[allow(clippy::type_complexity)]
+#[pg_extern(name = "ledger_readiness", stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn ledger_readiness(
+    ledger_schema: default!(Option<Name>, "'runtime_scheduler'"),
+) -> TableIterator<'static, (name!(function, String), name!(ready, bool), name!(refused_for, Vec<String>))> {
+    let schema = ledger_argument(ledger_schema);
+    let problems = checked(&schema).problems.clone();
+    let rows: Vec<_> = check::readiness(&problems)
+        .into_iter()
+        .map(|(function, refusing)| (function.to_string(), refusing.is_empty(), refusing))
+        .collect();
+    TableIterator::new(rows)
+}
+
 /// The 0.3.0 signature (four columns), kept so a 0.3.0 catalog works until
 /// `ALTER EXTENSION runtime_sandbox UPDATE`.
 #[pg_extern(sql = false)]
