@@ -791,3 +791,55 @@ fn backfill_pages_through_a_large_attempt_in_order() {
     assert_eq!(int("SELECT count(*) FROM bf_large.runtime_sandbox_operations WHERE sandbox_id = 'changed'"), 1);
     assert_eq!(int("SELECT count(*) FROM bf_large.runtime_sandbox_operations WHERE sandbox_id LIKE 'big-%'"), 29_999);
 }
+
+/// Org ids of type uuid in runs and operations (the application's backfill
+/// copies them from runs): every form of the insert (optimistic, after a
+/// conflict, the single-page functions) writes the run's uuid, and the
+/// reconcile seeds the lease with its text. uuid operations over text runs
+/// are refused (the application's insert fails there too), before any work.
+#[pg_test]
+fn backfill_copies_uuid_org_ids_from_runs_into_operations() {
+    let s = "bf_uuid_org";
+    run(&format!("SELECT runtime_sandbox.install_ledger('{s}')"));
+    run(&format!(
+        "ALTER TABLE {s}.runs ALTER COLUMN org_id TYPE uuid USING md5(run_id)::uuid;
+         ALTER TABLE {s}.runtime_sandbox_operations ALTER COLUMN org_id TYPE uuid USING org_id::uuid;
+         INSERT INTO {s}.runs (run_id, org_id) SELECT 'r' || g, md5('r' || g)::uuid FROM generate_series(1, 4) g"
+    ));
+    assert_eq!(int(&format!("SELECT count(*) FROM runtime_sandbox.check_ledger('{s}') WHERE severity = 'error'")), 0);
+    attempt(s, "r1", 1, "2026-01-01", &format!("'[{}]'", daytona("sb-1")));
+    attempt(s, "r2", 1, "2026-01-02", &format!("'[{}]'", daytona("sb-2")));
+    attempt(s, "r3", 1, "2026-01-03", &format!("'[{}, {}]'", daytona("sb-3"), daytona("sb-1")));
+    attempt(s, "r4", 1, "2026-01-04", &format!("'[{}]'", daytona("sb-4")));
+    run(&format!("SELECT runtime_sandbox.backfill_sandbox_operations(1, NULL, '{s}')"));
+    assert_eq!(text(&format!("SELECT phase FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 2, 10, '{s}')")), "complete");
+    assert_eq!(
+        text(&format!(
+            "SELECT string_agg(o.sandbox_id || '=' || (o.org_id = r.org_id)::text, ',' ORDER BY o.sandbox_id)
+             FROM {s}.runtime_sandbox_operations o JOIN {s}.runs r USING (run_id)"
+        )),
+        "sb-1=true,sb-2=true,sb-3=true,sb-4=true"
+    );
+    run(&format!(
+        r#"SELECT runtime_sandbox.reconcile_daytona('[{{"sandboxId": "sb-1"}}, {{"sandboxId": "sb-2"}}, {{"sandboxId": "sb-3"}}, {{"sandboxId": "sb-4"}}]',
+               now(), false, ledger_schema => '{s}')"#
+    ));
+    assert_eq!(
+        int(&format!(
+            "SELECT count(*) FROM {s}.runtime_sandbox_capacity_leases l JOIN {s}.runs r USING (run_id) WHERE l.org_id = r.org_id::text"
+        )),
+        4
+    );
+
+    let t = "bf_uuid_over_text";
+    run(&format!("SELECT runtime_sandbox.install_ledger('{t}')"));
+    run(&format!("ALTER TABLE {t}.runtime_sandbox_operations ALTER COLUMN org_id TYPE uuid USING org_id::uuid"));
+    assert_eq!(
+        text(&format!(
+            "SELECT problem FROM runtime_sandbox.check_ledger('{t}') WHERE object LIKE '%runtime_sandbox_operations.org_id'"
+        )),
+        "is uuid; the functions need text, varchar, citext or the type of runs.org_id"
+    );
+    let refused = error_of(&format!("SELECT runtime_sandbox.advance_sandbox_operation_backfill(false, 2, 10, '{t}')"));
+    assert!(refused.as_deref().is_some_and(|e| e.starts_with("55000 ")), "{refused:?}");
+}

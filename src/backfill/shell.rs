@@ -41,6 +41,11 @@ const INSERT_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_
 const INSERT_OPERATIONS_RETURNING_KEYS: &str =
     include_str!("../../sql/queries/backfill/insert_operations_returning_keys.sql");
 const INSERT_NEW_OPERATIONS: &str = include_str!("../../sql/queries/backfill/insert_new_operations.sql");
+const INSERT_OPERATIONS_TYPED_ORG_ID: &str = include_str!("../../sql/queries/backfill/insert_operations_typed_org_id.sql");
+const INSERT_OPERATIONS_RETURNING_KEYS_TYPED_ORG_ID: &str =
+    include_str!("../../sql/queries/backfill/insert_operations_returning_keys_typed_org_id.sql");
+const INSERT_NEW_OPERATIONS_TYPED_ORG_ID: &str =
+    include_str!("../../sql/queries/backfill/insert_new_operations_typed_org_id.sql");
 const EXISTING_IDENTITIES: &str = include_str!("../../sql/queries/backfill/existing_identities.sql");
 const PAGE_ROW: &str = include_str!("../../sql/queries/backfill/page_row.sql");
 const PROGRESS_ROW: &str = include_str!("../../sql/queries/backfill/progress_row.sql");
@@ -546,10 +551,13 @@ fn run_insert(
     winner_keys: &[Vec<u8>],
     with_keys: bool,
 ) -> Inserted {
-    let statement = match (insert, with_keys) {
-        (Insert::New, _) => INSERT_NEW_OPERATIONS,
-        (Insert::SkipExisting, false) => INSERT_OPERATIONS,
-        (Insert::SkipExisting, true) => INSERT_OPERATIONS_RETURNING_KEYS,
+    let statement = match (insert, with_keys, crate::ledger::typed_org_id(ledger)) {
+        (Insert::New, _, false) => INSERT_NEW_OPERATIONS,
+        (Insert::SkipExisting, false, false) => INSERT_OPERATIONS,
+        (Insert::SkipExisting, true, false) => INSERT_OPERATIONS_RETURNING_KEYS,
+        (Insert::New, _, true) => INSERT_NEW_OPERATIONS_TYPED_ORG_ID,
+        (Insert::SkipExisting, false, true) => INSERT_OPERATIONS_TYPED_ORG_ID,
+        (Insert::SkipExisting, true, true) => INSERT_OPERATIONS_RETURNING_KEYS_TYPED_ORG_ID,
     };
     let sql = statement.replace("@ledger@", &ledger.quoted);
     run_kept(client, &sql, args, &|e| page_failed(ledger, e));

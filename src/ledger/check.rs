@@ -328,6 +328,7 @@ fn check_table(
         };
         let type_ok = match spec.ty {
             Ty::State => Some(found.type_oid) == state_oid || Ty::Text.accepts_base(&found.base),
+            Ty::OrgId => Ty::Text.accepts_base(&found.base) || runs_org_id_base(facts) == Some(found.base_oid),
             ty => ty.accepts_base(&found.base),
         };
         if spec.ty == Ty::Key {
@@ -575,6 +576,13 @@ fn type_kind(kind: &str) -> &'static str {
 /// The relations whose columns and indexes the check reads.
 pub fn checked_tables() -> Vec<&'static str> {
     requirements::table_names()
+}
+
+/// The base type of `runs.org_id`, which the backfill copies into the
+/// operations' `org_id` (any type works there when both are the same).
+fn runs_org_id_base(facts: &Facts) -> Option<u32> {
+    let runs = facts.relations.iter().find(|r| r.name == "runs")?;
+    runs.columns.as_deref()?.iter().find(|c| c.name == "org_id").map(|c| c.base_oid)
 }
 
 /// Per function (check_ledger's `breaks` names), the errors that refuse it:

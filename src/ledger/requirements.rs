@@ -26,6 +26,10 @@ pub enum Ty {
     Timestamp,
     /// jsonb, or json (read as jsonb).
     Json,
+    /// text, varchar or citext, or the type of `runs.org_id` (the backfill
+    /// copies it from there, as the application does; the reconcile reads it
+    /// as text).
+    OrgId,
     /// jsonb, json, or text holding JSON: read as the application reads it (a
     /// text value is a string to it), written as it writes it (jsonb's text).
     JsonOrText,
@@ -40,7 +44,7 @@ impl Ty {
     /// The type named in messages and in the DDL that fixes a column.
     pub fn canonical(self) -> &'static str {
         match self {
-            Ty::Text | Ty::Any | Ty::Key => "text",
+            Ty::Text | Ty::Any | Ty::Key | Ty::OrgId => "text",
             Ty::Int => "integer",
             Ty::BigInt => "bigint",
             Ty::Timestamp => "timestamptz",
@@ -54,6 +58,7 @@ impl Ty {
     pub fn accepts(self) -> &'static str {
         match self {
             Ty::Text => "text, varchar or citext",
+            Ty::OrgId => "text, varchar, citext or the type of runs.org_id",
             Ty::Any => "any type",
             Ty::Int => "smallint, integer or bigint",
             Ty::BigInt => "integer or bigint",
@@ -70,7 +75,7 @@ impl Ty {
     /// `State` is decided by the caller (the enum is the ledger's own type).
     pub fn accepts_base(self, base: &str) -> bool {
         match self {
-            Ty::Text | Ty::State | Ty::Key => matches!(base, "text" | "varchar" | "citext"),
+            Ty::Text | Ty::State | Ty::Key | Ty::OrgId => matches!(base, "text" | "varchar" | "citext"),
             Ty::Any => true,
             Ty::Int => matches!(base, "int2" | "int4" | "int8"),
             Ty::BigInt => matches!(base, "int4" | "int8"),
@@ -145,7 +150,7 @@ pub const TABLES: &[Table] = &[
             col("provider", Ty::Text, "text"),
             col("run_id", Ty::Text, "text"),
             col("attempt", Ty::Int, "integer"),
-            col("org_id", Ty::Text, "text"),
+            col("org_id", Ty::OrgId, "text"),
             col("environment", Ty::Text, "text DEFAULT 'production'"),
             null("sandbox_id", Ty::Text, "text"),
             null("routing_domain", Ty::Text, "text"),

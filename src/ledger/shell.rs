@@ -138,6 +138,17 @@ pub(crate) fn in_citus(ledger: &SchemaName) -> bool {
     checked(ledger).facts.as_ref().and_then(|f| f.citus.as_ref()).is_some_and(|c| !c.tables.is_empty())
 }
 
+/// Whether the ledger's operations keep `org_id` in another type than text
+/// (the type of `runs.org_id`): the backfill's inserts then convert it.
+pub(crate) fn typed_org_id(ledger: &SchemaName) -> bool {
+    checked(ledger)
+        .facts
+        .as_ref()
+        .and_then(|f| f.relations.iter().find(|r| r.name == "runtime_sandbox_operations"))
+        .and_then(|r| r.columns.as_deref()?.iter().find(|c| c.name == "org_id"))
+        .is_some_and(|c| !super::requirements::Ty::Text.accepts_base(&c.base))
+}
+
 /// What the ledger is for a call that passed the gate.
 pub(crate) struct Access {
     owner: pg_sys::Oid,
