@@ -141,6 +141,8 @@ const BAD: &[(&str, &str, &str, &str)] = &[
     ("ledger_schema", "SELECT * FROM runtime_sandbox.check_ledger('')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "SELECT runtime_sandbox.install_ledger(NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.check_ledger(NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
+    ("ledger_schema", "SELECT * FROM runtime_sandbox.ledger_readiness(NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
+    ("ledger_schema", "SELECT * FROM runtime_sandbox.ledger_readiness('a;b')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"a;b\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.install_ledger_ddl(NULL)", "22023", "runtime_sandbox: invalid argument ledger_schema: must not be NULL"),
     ("ledger_schema", "SELECT * FROM runtime_sandbox.install_ledger_ddl('a;b')", "22023", "runtime_sandbox: invalid argument ledger_schema: \"a;b\" is not a plain identifier (expected ^[A-Za-z_][A-Za-z0-9_]*$)"),
     ("concurrently", "SELECT * FROM runtime_sandbox.install_ledger_ddl(concurrently => NULL)", "22023", "runtime_sandbox: invalid argument concurrently: must not be NULL"),

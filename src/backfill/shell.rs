@@ -246,10 +246,11 @@ const LEDGER_TABLES: &[&str] = &["attempts", "control", "runs", "runtime_sandbox
 /// The ledger schema must exist, hold the tables the backfill uses as it
 /// needs them, and the caller must be able to act as its owner (the
 /// statements run as the owner: `Access::run`).
-fn ledger(ledger_schema: Option<Name>) -> (SchemaName, Access) {
+/// `reading`: the call only reads (a preview, the status).
+fn ledger(ledger_schema: Option<Name>, reading: bool) -> (SchemaName, Access) {
     let name = required("ledger_schema", ledger_schema);
     let schema = args::schema_name("ledger_schema", name.as_str()).or_raise();
-    let access = crate::ledger::require_with(&schema, LEDGER_TABLES, "the backfill", LEDGER_USE);
+    let access = crate::ledger::require_with(&schema, LEDGER_TABLES, "the backfill", LEDGER_USE, reading);
     (schema, access)
 }
 
@@ -680,7 +681,7 @@ fn page_function(
 ) -> Row {
     let limit = page_limit(batch_size);
     let after = after_position(after);
-    let (ledger, access) = ledger(ledger_schema);
+    let (ledger, access) = ledger(ledger_schema, kind == PageKind::Preview);
     if kind == PageKind::Apply {
         crate::shell::standby::refuse_writes("backfill_sandbox_operations");
     }
@@ -821,7 +822,7 @@ fn advance_sandbox_operation_backfill(
 ) -> pgrx::composite_type!('static, "runtime_sandbox.backfill_progress") {
     let dry_run = required("dry_run", dry_run);
     let limit = page_limit(batch_size);
-    let (ledger, access) = ledger(ledger_schema);
+    let (ledger, access) = ledger(ledger_schema, false);
     if !dry_run {
         crate::shell::standby::refuse_writes("advance_sandbox_operation_backfill");
     }
@@ -850,7 +851,7 @@ fn complete_sandbox_operation_backfill(
 ) -> pgrx::composite_type!('static, "runtime_sandbox.backfill_progress") {
     let limit = page_limit(batch_size);
     let pages = run_max_batches(max_batches).or_raise();
-    let (ledger, access) = ledger(ledger_schema);
+    let (ledger, access) = ledger(ledger_schema, false);
     crate::shell::standby::refuse_writes("complete_sandbox_operation_backfill");
     // The run lock, for this transaction: a running procedure holds it for its whole run.
     let tag = advisory_tag(run_lock_key(&ledger.name));
@@ -966,7 +967,7 @@ fn backfill_status(
         name!(attempts_remaining, i64),
     ),
 > {
-    let (ledger, access) = ledger(ledger_schema);
+    let (ledger, access) = ledger(ledger_schema, true);
     access.run(|| status(&ledger))
 }
 
@@ -1015,7 +1016,7 @@ fn backfill_run_lock_key(
     if pause.is_negative() {
         Error::argument("pause", "must not be negative").raise();
     }
-    let (ledger, _) = ledger(ledger_schema);
+    let (ledger, _) = ledger(ledger_schema, false);
     crate::shell::standby::refuse_writes("run_sandbox_operation_backfill");
     // SAFETY: reads the transaction state.
     if unsafe { pg_sys::IsTransactionBlock() } {

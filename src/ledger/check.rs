@@ -120,6 +120,12 @@ impl Severity {
     }
 }
 
+/// The words that mark the problems only writing statements have.
+const NULL_WRITTEN: &str = "NOT NULL, but the functions write NULL into it";
+const NOT_SET_BY_INSERTS: &str = ": the functions' inserts do not set it";
+const MISSING_UNIQUE_KEY: &str = "missing unique key";
+const RULE_ON_WRITTEN_TABLE: &str = "PostgreSQL refuses INSERT ... ON CONFLICT and data-modifying WITH on a table with rules";
+
 /// One row of check_ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -138,15 +144,27 @@ impl Problem {
     /// error's, those that work on its table; a warning or notice breaks none.
     pub fn breaks(&self) -> Vec<&'static str> {
         if self.severity == Severity::Error {
-            super::requirements::breaks(self.table)
+            super::requirements::breaks(self.table, self.writes_only())
         } else {
             Vec::new()
         }
     }
 
-    /// Whether a function working on `tables` must refuse the ledger.
-    pub fn blocks(&self, tables: &[&str]) -> bool {
-        self.severity == Severity::Error && self.table.is_none_or(|t| tables.contains(&t))
+    /// Whether a function working on `tables` (only reading them when
+    /// `reading`) must refuse the ledger.
+    pub fn blocks(&self, tables: &[&str], reading: bool) -> bool {
+        self.severity == Severity::Error
+            && self.table.is_none_or(|t| tables.contains(&t))
+            && !(reading && self.writes_only())
+    }
+
+    /// Whether only the statements that write the table fail on it: a NOT
+    /// NULL column an insert leaves empty or a write fills with NULL, a
+    /// missing ON CONFLICT key, a rule (made here, below).
+    pub fn writes_only(&self) -> bool {
+        [NULL_WRITTEN, NOT_SET_BY_INSERTS, MISSING_UNIQUE_KEY, RULE_ON_WRITTEN_TABLE]
+            .iter()
+            .any(|marker| self.problem.contains(marker))
     }
 }
 
@@ -360,7 +378,7 @@ fn check_table(
         }
         if spec.nullable && found.not_null {
             out.push(column(
-                "NOT NULL, but the functions write NULL into it".into(),
+                NULL_WRITTEN.into(),
                 format!("ALTER TABLE {quoted}.{name} ALTER COLUMN {} DROP NOT NULL;", spec.name),
             ));
         }
@@ -378,7 +396,7 @@ fn check_table(
                     table: Some(name),
                     object: column_object(&found.name),
                     problem: format!(
-                        "NOT NULL without a default{}: the functions' inserts do not set it",
+                        "NOT NULL without a default{}{NOT_SET_BY_INSERTS}",
                         if extra { " (a column of the application's)" } else { "" }
                     ),
                     fix: Some(format!("ALTER TABLE {quoted}.{name} ALTER COLUMN {} DROP NOT NULL;", quote_ident(&found.name))),
@@ -402,7 +420,7 @@ fn check_table(
             out.push(Problem {
                 table: Some(name),
                 object: format!("{object} ({})", key.join(", ")),
-                problem: "missing unique key".into(),
+                problem: MISSING_UNIQUE_KEY.into(),
                 fix: Some(format!("CREATE UNIQUE INDEX CONCURRENTLY ON {quoted}.{name} ({});", key.join(", "))),
                 severity: Severity::Error,
             });
@@ -459,8 +477,7 @@ fn check_table(
                 table: Some(name),
                 object: object.clone(),
                 problem: format!(
-                    "rule {}: PostgreSQL refuses INSERT ... ON CONFLICT and data-modifying WITH on a table with rules, \
-                     which the functions' writes are",
+                    "rule {}: {RULE_ON_WRITTEN_TABLE}, which the functions' writes are",
                     quoted_name(rule)
                 ),
                 fix: Some(format!("DROP RULE {} ON {quoted}.{name};", quote_ident(rule))),
@@ -692,7 +709,7 @@ pub(crate) mod tests {
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].problem, format!("a distributed schema (Citus) whose tables {} are not distributed", all[0]));
         assert!(problems[0].fix.as_deref().unwrap().starts_with("SELECT citus_schema_undistribute('l');"));
-        assert!(problems[0].blocks(requirements::uses::BACKFILL));
+        assert!(problems[0].blocks(requirements::uses::BACKFILL, true));
         // Some tables distributed one by one in a schema that is not.
         facts.citus = Some(CitusFacts { schema_distributed: false, tables: all[..2].to_vec() });
         assert!(rows(&facts)[0].starts_with(&format!("error l: partly distributed (Citus): {}, {} distributed", all[0], all[1])));
@@ -777,8 +794,9 @@ pub(crate) mod tests {
         let lease = problems.iter().find(|p| p.object == "l.runtime_sandbox_capacity_leases.lease_id").unwrap();
         assert_eq!(lease.problem, "is uuid; the functions need text, varchar or citext");
         assert_eq!(lease.fix.as_deref(), Some("ALTER TABLE \"l\".runtime_sandbox_capacity_leases ALTER COLUMN lease_id TYPE text USING lease_id::text;"));
-        assert!(lease.blocks(requirements::uses::RECONCILE_READ));
-        assert!(!lease.blocks(requirements::uses::BACKFILL));
+        // A type every statement on the column fails on: the readers too.
+        assert!(lease.blocks(requirements::uses::RECONCILE_READ, true));
+        assert!(!lease.blocks(requirements::uses::BACKFILL, false));
         let state = problems.iter().find(|p| p.object == "l.runtime_sandbox_operations.state").unwrap();
         assert!(state.fix.as_deref().unwrap().contains("TYPE \"l\".runtime_sandbox_operation_state USING state::text::\"l\".runtime_sandbox_operation_state"));
     }
@@ -807,6 +825,14 @@ pub(crate) mod tests {
                 "error l.runtime_sandbox_capacity_leases.tenant: NOT NULL without a default (a column of the application's): the functions' inserts do not set it",
             ]
         );
+        // Only the writing statements fail on them: the calls that only read run.
+        for problem in check("l", "\"l\"", Some(&facts)) {
+            assert!(problem.writes_only(), "{problem:?}");
+            assert!(problem.blocks(requirements::uses::RECONCILE_APPLY, false));
+            assert!(!problem.blocks(requirements::uses::RECONCILE_READ, true));
+            assert!(!problem.breaks().contains(&"reconcile_daytona (dry run)"));
+            assert!(problem.breaks().contains(&"reconcile_daytona (apply)"));
+        }
     }
 
     #[test]
@@ -823,7 +849,7 @@ pub(crate) mod tests {
                 "ALTER TABLE \"l\".control OWNER TO \"app\";"
             ]
         );
-        assert!(problems[1].blocks(requirements::uses::BACKFILL));
+        assert!(problems[1].blocks(requirements::uses::BACKFILL, true));
     }
 
     #[test]
@@ -849,7 +875,7 @@ pub(crate) mod tests {
         ops.policies = vec!["tenant".into()];
         let problems = check("l", "\"l\"", Some(&facts));
         assert_eq!(problems.len(), 2);
-        assert!(problems.iter().all(|p| p.severity == Severity::Notice && p.fix.is_none() && !p.blocks(&["runtime_sandbox_operations"])));
+        assert!(problems.iter().all(|p| p.severity == Severity::Notice && p.fix.is_none() && !p.blocks(&["runtime_sandbox_operations"], false)));
         assert_eq!(problems[0].problem, "trigger audit: runs as the ledger's owner app when the functions use the table");
     }
 

@@ -377,9 +377,23 @@ pub const FUNCTIONS: &[(&str, &[&str])] = &[
     ("schedule_sandbox_operation_backfill", uses::BACKFILL),
 ];
 
-/// The functions an error on `table` refuses (None: the whole schema, every one).
-pub fn breaks(table: Option<&str>) -> Vec<&'static str> {
-    FUNCTIONS.iter().filter(|(_, tables)| table.is_none_or(|t| tables.contains(&t))).map(|&(f, _)| f).collect()
+/// The functions among FUNCTIONS that only read the ledger: a problem only
+/// writing statements have does not refuse them.
+pub const READING: &[&str] = &[
+    "reconcile_daytona (dry run)",
+    "reconcile_daytona_latest (dry run)",
+    "preview_sandbox_operation_backfill",
+    "backfill_status",
+];
+
+/// The functions an error on `table` refuses (None: the whole schema, every
+/// one); `writes_only`: an error only writing statements have.
+pub fn breaks(table: Option<&str>, writes_only: bool) -> Vec<&'static str> {
+    FUNCTIONS
+        .iter()
+        .filter(|(f, tables)| table.is_none_or(|t| tables.contains(&t)) && !(writes_only && READING.contains(f)))
+        .map(|&(f, _)| f)
+        .collect()
 }
 
 #[cfg(test)]
@@ -429,7 +443,7 @@ mod tests {
     #[test]
     fn a_tables_problem_breaks_only_the_functions_that_use_it() {
         assert_eq!(
-            breaks(Some("control")),
+            breaks(Some("control"), false),
             [
                 "preview_sandbox_operation_backfill",
                 "backfill_sandbox_operations",
@@ -441,13 +455,15 @@ mod tests {
             ]
         );
         assert_eq!(
-            breaks(Some("reconciliation_runs")),
+            breaks(Some("reconciliation_runs"), false),
             ["reconcile_daytona (apply)", "reconcile_daytona_latest (apply)", "schedule_reconciliation"]
         );
-        assert_eq!(breaks(Some("provider_inventory_items")).len(), 4);
-        assert!(breaks(Some("runtime_sandbox_operations")).contains(&"reconcile_daytona (dry run)"));
-        assert!(breaks(Some("runtime_sandbox_operations")).contains(&"backfill_status"));
-        assert_eq!(breaks(None).len(), FUNCTIONS.len());
+        assert_eq!(breaks(Some("provider_inventory_items"), false).len(), 4);
+        assert!(breaks(Some("runtime_sandbox_operations"), false).contains(&"reconcile_daytona (dry run)"));
+        assert!(breaks(Some("runtime_sandbox_operations"), false).contains(&"backfill_status"));
+        assert_eq!(breaks(None, false).len(), FUNCTIONS.len());
+        assert!(READING.iter().all(|f| FUNCTIONS.iter().any(|(g, _)| g == f)));
+        assert_eq!(breaks(None, true).len(), FUNCTIONS.len() - READING.len());
         // Every table a function uses is a ledger table; every ledger table but the snapshots' is used by the backfill or a reconcile.
         for (_, tables) in FUNCTIONS {
             assert!(tables.iter().all(|t| table(t).is_some()));

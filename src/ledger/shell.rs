@@ -207,15 +207,27 @@ impl Access {
 ///   naming the first, every one in the DETAIL, their fixes in the HINT;
 /// - a caller who is not the owner, a member of its role or a superuser: 42501.
 pub(crate) fn require(ledger: &SchemaName, needs: &[&str], function: &'static str) -> Access {
+    require_for(ledger, needs, function, false)
+}
+
+/// `require` for a call that only reads (a dry run, a preview, a status): a
+/// problem only writing statements have (check::Problem::writes_only) does
+/// not refuse it.
+pub(crate) fn require_to_read(ledger: &SchemaName, needs: &[&str], function: &'static str) -> Access {
+    require_for(ledger, needs, function, true)
+}
+
+fn require_for(ledger: &SchemaName, needs: &[&str], function: &'static str, reading: bool) -> Access {
     let detail = format!(
         "{function} uses {}; install_ledger is idempotent and adds what a ledger of an earlier version lacks.",
         needs.iter().map(|n| n.split('.').next().unwrap_or(n)).collect::<Vec<_>>().join(", ")
     );
-    require_with(ledger, needs, function, &detail)
+    require_with(ledger, needs, function, &detail, reading)
 }
 
-/// `require`, with the DETAIL a missing table's error gives.
-pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'static str, detail: &str) -> Access {
+/// `require`, with the DETAIL a missing table's error gives; `reading`: the
+/// call only reads.
+pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'static str, detail: &str, reading: bool) -> Access {
     let mut tables: Vec<&str> = Vec::new();
     for table in needs.iter().map(|n| n.split('.').next().unwrap_or(n)) {
         if !tables.contains(&table) {
@@ -230,7 +242,7 @@ pub(crate) fn require_with(ledger: &SchemaName, needs: &[&str], function: &'stat
     if !owner::may_act_as(owner) {
         Error::not_owner(function, &ledger.name, &facts.owner, &owner::role_name(owner::current_user())).raise();
     }
-    let blocking: Vec<&Problem> = checked.problems.iter().filter(|p| p.blocks(&tables)).collect();
+    let blocking: Vec<&Problem> = checked.problems.iter().filter(|p| p.blocks(&tables, reading)).collect();
     let mut missing: Vec<String> = Vec::new();
     for table in &tables {
         for problem in blocking.iter().filter(|p| p.table == Some(*table)) {

@@ -200,7 +200,12 @@ fn reconcile_latest(
     let confirmations =
         check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
     let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
-    let access = crate::ledger::require(&options.ledger, &latest_needs(options.dry_run), "reconcile_daytona_latest");
+    let needs = latest_needs(options.dry_run);
+    let access = if options.dry_run {
+        crate::ledger::require_to_read(&options.ledger, &needs, "reconcile_daytona_latest")
+    } else {
+        crate::ledger::require(&options.ledger, &needs, "reconcile_daytona_latest")
+    };
     let function = "reconcile_daytona_latest";
     let snapshots_environment =
         access.environment_column(&options.ledger, "provider_inventory_snapshots", &options.environment, function);

@@ -172,7 +172,11 @@ fn reconcile(
     let listing = validate_listing(&inventory, inventory_captured_at);
     let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
     let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
-    let access = crate::ledger::require(&options.ledger, needs, "reconcile_daytona");
+    let access = if options.dry_run {
+        crate::ledger::require_to_read(&options.ledger, needs, "reconcile_daytona")
+    } else {
+        crate::ledger::require(&options.ledger, needs, "reconcile_daytona")
+    };
     let runs_environment =
         !options.dry_run && access.environment_column(&options.ledger, "reconciliation_runs", &options.environment, "reconcile_daytona");
     if !options.dry_run {
