@@ -175,6 +175,36 @@ fn documented_operator_grants() -> String {
     block.split("```").next().unwrap().to_string()
 }
 
+/// The ```sql block under `## Alerting` in docs/operations.md: the monitoring role's grants.
+fn documented_monitoring_grants() -> String {
+    let text = std::fs::read_to_string(repo().join("docs/operations.md")).unwrap();
+    let section = text.split("\n## Alerting").nth(1).expect("docs/operations.md has ## Alerting");
+    let block = section.split("```sql\n").nth(1).expect("an ```sql block under ## Alerting");
+    block.split("```").next().unwrap().to_string()
+}
+
+#[test]
+fn monitor_with_only_the_documented_grants_reads_the_health_view_and_nothing_else() {
+    let db = seeded("it_hardening_monitor");
+    let mut admin = common::connect(&db);
+    admin.batch_execute("DROP ROLE IF EXISTS monitoring; CREATE ROLE monitoring LOGIN").unwrap();
+    admin
+        .batch_execute(&documented_monitoring_grants())
+        .unwrap_or_else(|e| panic!("docs/operations.md's grants: {}", common::db_message(&e)));
+    let mut monitor =
+        Client::connect(&format!("host=127.0.0.1 port={} user=monitoring dbname={db}", common::port()), NoTls).unwrap();
+    let rows = monitor
+        .query("SELECT environment, last_status FROM runtime_scheduler.reconciliation_health", &[])
+        .unwrap_or_else(|e| panic!("the monitor reads the view: {}", common::db_message(&e)));
+    assert!(rows.iter().any(|r| r.get::<_, String>(0) == "production"));
+    for sql in ["SELECT count(*) FROM runtime_scheduler.reconciliation_runs", "SELECT * FROM runtime_sandbox.reconcile_daytona('[]', now(), true)"] {
+        let err = monitor.batch_execute(sql).expect_err(sql);
+        assert_eq!(err.as_db_error().map(|e| e.code().code()), Some("42501"), "{sql}: {}", common::db_message(&err));
+    }
+    drop(monitor);
+    admin.batch_execute("DROP OWNED BY monitoring; DROP ROLE monitoring").unwrap();
+}
+
 #[test]
 fn operator_with_only_the_documented_grants_runs_every_job() {
     const OPERATOR: &str = "runtime_sandbox_operator";
