@@ -1,5 +1,5 @@
 //! docs/reference.md against the catalog of a fresh install: every function (name, arguments with types
-//! and defaults, result type and columns, volatility, EXECUTE for PUBLIC) and every type (composite
+//! and defaults, result type and columns, volatility, EXECUTE for PUBLIC, STRICT) and every type (composite
 //! attributes, enum labels) of schema runtime_sandbox has its entry, and nothing documented is missing
 //! from the catalog; every function lists its errors, and every SQLSTATE the code raises is in the page's
 //! error table. A function added without an entry fails with the entry to paste.
@@ -108,6 +108,7 @@ struct Function {
     public: bool,
     args: Vec<(String, String, String)>,
     columns: Vec<(String, String)>,
+    strict: bool,
 }
 
 const FUNCTIONS: &str = r#"
@@ -131,7 +132,8 @@ SELECT p.proname::text, p.prokind = 'p', pg_catalog.pg_get_function_result(p.oid
                             pg_catalog.format_type(att.atttypid, att.atttypmod)) ORDER BY att.attnum)
                    FROM pg_catalog.pg_type rt JOIN pg_catalog.pg_attribute att ON att.attrelid = rt.typrelid
                   WHERE rt.oid = p.prorettype AND att.attnum > 0 AND NOT att.attisdropped),
-                '[]')::text
+                '[]')::text,
+       p.proisstrict
   FROM pg_catalog.pg_proc p
  WHERE p.pronamespace = 'runtime_sandbox'::regnamespace
  ORDER BY 1
@@ -173,6 +175,7 @@ fn catalog() -> (Vec<Function>, Vec<(String, bool, Vec<String>)>) {
                 .map(|a| (a[0].clone(), a[1].clone(), normalize_default(&a[2])))
                 .collect(),
             columns: json::<Vec<Vec<String>>>(r.get(6)).into_iter().map(|a| (a[0].clone(), a[1].clone())).collect(),
+            strict: r.get(7),
         })
         .collect();
     let types = c.query(TYPES, &[]).unwrap().iter().map(|r| (r.get(0), r.get(1), json(r.get(2)))).collect();
@@ -256,6 +259,15 @@ fn check_function(f: &Function, entry: &Entry, error_codes: &BTreeSet<String>, p
     let actual: Vec<(String, String)> = f.columns.iter().map(|(n, t)| (n.clone(), normalize_type(t))).collect();
     for what in differences("result column (name, type)", &documented, &actual) {
         problem(what);
+    }
+    // A STRICT function (NULL in, NULL out, the body never runs) says so in its entry; no other does.
+    let says_strict = entry.lines.iter().any(|l| l.contains("STRICT"));
+    if says_strict != f.strict {
+        problem(format!(
+            "the catalog says {}STRICT, the entry {}",
+            if f.strict { "" } else { "not " },
+            if says_strict { "says STRICT" } else { "does not say STRICT (e.g. `STRICT: NULL gives NULL` in the argument's rule)" }
+        ));
     }
     match entry.table("SQLSTATE") {
         Some(rows) if !rows.is_empty() => {
