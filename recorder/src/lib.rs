@@ -17,7 +17,7 @@ use listing::RoutingDomain;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-/// Exit codes (docs/recorder.md says what to do about each).
+/// Exit codes (docs/reference.md says what to do about each).
 pub mod exit {
     /// A complete listing was recorded (or printed, with --dry-run).
     pub const RECORDED: u8 = 0;
