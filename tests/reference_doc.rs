@@ -473,3 +473,156 @@ fn defaults_and_types_normalize_as_documented() {
     assert_eq!(normalize_type("runtime_sandbox.backfill_target[]"), "backfill_target[]");
     assert_eq!(normalize_type("timestamptz"), "timestamp with time zone");
 }
+
+/// The rows of the error table: (SQLSTATE, the message's template: its first backticked part).
+fn documented_errors() -> Vec<(String, String)> {
+    let (_, _, errors) = parse_reference();
+    errors
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| SQLSTATE") && !l.starts_with("|---"))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            let template = cells[1].split('`').nth(1).unwrap_or_default().to_string();
+            (cells[0].to_string(), template)
+        })
+        .collect()
+}
+
+/// Whether `message` starts as `template` does, a `<placeholder>` standing for any text.
+fn fits(template: &str, message: &str) -> bool {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('<') {
+        parts.push(&rest[..open]);
+        rest = rest[open..].find('>').map_or("", |close| &rest[open + close + 1..]);
+    }
+    parts.push(rest);
+    let mut at = 0;
+    for (i, part) in parts.iter().enumerate() {
+        let part = part.trim_end_matches("...").trim_end();
+        if part.is_empty() {
+            continue;
+        }
+        match if i == 0 { message.starts_with(part).then_some(0) } else { message[at..].find(part) } {
+            Some(found) => at += found + part.len(),
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Set-up (as the superuser, in the test's database) and the call that raises each documented error; or why this
+/// test does not raise it (then another test does, or nothing can).
+fn raise(sqlstate: &str, template: &str) -> Result<(&'static str, &'static str), &'static str> {
+    let t = |prefix: &str| template.starts_with(prefix);
+    Ok(match sqlstate {
+        "22023" => ("", "SELECT * FROM runtime_sandbox.reconcile_daytona('[]', now(), NULL)"),
+        "22000" => (
+            "SELECT runtime_sandbox.install_ledger('e_checkpoint');
+             INSERT INTO e_checkpoint.control (key, value) VALUES ('runtime_sandbox_operation_backfill_v1',
+               '{\"phase\": \"pending\", \"cursor\": {\"updatedAt\": \"no date\", \"runId\": \"r\", \"attempt\": 1, \"resourceOrdinal\": 1}}')",
+            "SELECT * FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 10, 1, 'e_checkpoint')",
+        ),
+        "23505" => (
+            "CREATE SCHEMA e_app; SELECT runtime_sandbox.install_environment_tables('e_app');
+             INSERT INTO e_app.environments (name, driver) VALUES ('Daytona', 'local')",
+            "SELECT * FROM runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', app_schema => 'e_app')",
+        ),
+        "42P01" if t("runtime_sandbox: app_schema") => (
+            "CREATE SCHEMA e_empty_app",
+            "SELECT * FROM runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', app_schema => 'e_empty_app')",
+        ),
+        "42P01" => ("CREATE SCHEMA e_empty_ledger", "SELECT * FROM runtime_sandbox.backfill_status('e_empty_ledger')"),
+        "54000" if t("runtime_sandbox: a value of") => (
+            "CREATE SCHEMA e_deep; SELECT runtime_sandbox.install_environment_tables('e_deep');
+             INSERT INTO e_deep.environments (name, driver, config, metadata)
+             SELECT 'Daytona', 'sandbox', (repeat('[', 200) || repeat(']', 200))::jsonb, '{\"managedByPaperclip\": true}'",
+            "SELECT * FROM runtime_sandbox.reconcile_managed_environment('Daytona', 'daytona', app_schema => 'e_deep')",
+        ),
+        "54000" => ("", "SELECT runtime_sandbox.stable_json((repeat('[', 1001) || repeat(']', 1001))::jsonb)"),
+        "55000" if t("runtime_sandbox: <function>: pg_cron") => (
+            "SELECT runtime_sandbox.install_ledger('e_cron')",
+            "SELECT runtime_sandbox.schedule_reconciliation(ledger_schema => 'e_cron')",
+        ),
+        "55000" if t("runtime_sandbox: ledger_schema") => (
+            "SELECT runtime_sandbox.install_ledger('e_unusable');
+             ALTER TABLE e_unusable.control ALTER COLUMN value TYPE integer USING 0",
+            "SELECT * FROM runtime_sandbox.backfill_status('e_unusable')",
+        ),
+        "55000" if t("runtime_sandbox: scheduled reconciliation") => (
+            "SELECT runtime_sandbox.install_ledger('e_scheduled')",
+            "CALL runtime_sandbox.run_reconciliation_job(ledger_schema => 'e_scheduled')",
+        ),
+        "2D000" => (
+            "SELECT runtime_sandbox.install_ledger('e_in_block')",
+            "BEGIN; CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => 'e_in_block')",
+        ),
+        "42501" if t("permission denied") => (
+            "DROP ROLE IF EXISTS rs_errors_nobody; CREATE ROLE rs_errors_nobody",
+            "SET ROLE rs_errors_nobody; SELECT * FROM runtime_sandbox.reconcile_daytona('[]', now(), true)",
+        ),
+        "42501" if t("runtime_sandbox: <function> runs on schema") => (
+            "SELECT runtime_sandbox.install_ledger('e_owned');
+             DROP ROLE IF EXISTS rs_errors_stranger; CREATE ROLE rs_errors_stranger;
+             GRANT EXECUTE ON FUNCTION runtime_sandbox.backfill_status(name) TO rs_errors_stranger",
+            "SET ROLE rs_errors_stranger; SELECT * FROM runtime_sandbox.backfill_status('e_owned')",
+        ),
+        "42501" if t("runtime_sandbox: schema runtime_sandbox already exists") => {
+            return Err("CREATE EXTENSION in a database of its own: tests/extension_lifecycle.rs")
+        }
+        "55000" if t("runtime_sandbox: schema runtime_sandbox already holds") => {
+            return Err("CREATE EXTENSION in a database of its own: tests/extension_lifecycle.rs")
+        }
+        "55000" if t("runtime_sandbox: type managed_stock_status") => return Err("only after the extension's enum is altered by hand"),
+        "40001" => return Err("two sessions: tests/managed_concurrency.rs"),
+        "22021" => return Err("a SQL_ASCII database: tests/managed_errors.rs"),
+        "XX001" => return Err("corrupted storage"),
+        "25006" => return Err("a standby: tests/standby.rs"),
+        "55P03" => return Err("PostgreSQL's own, with a second session holding the lock"),
+        "XX000" => return Err("the unforeseen, by definition"),
+        _ => return Err("NO ENTRY"),
+    })
+}
+
+#[test]
+fn each_documented_error_is_raised_with_its_sqlstate_and_message() {
+    let db = common::fresh_database("it_reference_errors");
+    let mut problems = Vec::new();
+    let mut raised = 0;
+    for (sqlstate, template) in documented_errors() {
+        let (setup, call) = match raise(&sqlstate, &template) {
+            Ok(steps) => steps,
+            Err("NO ENTRY") => {
+                problems.push(format!("{sqlstate} `{template}`: no entry in raise() (a call that raises it, or why not)"));
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let mut c = common::connect(&db);
+        if !setup.is_empty() {
+            c.batch_execute(setup).unwrap_or_else(|e| panic!("{sqlstate} set-up: {}", common::db_message(&e)));
+        }
+        match c.batch_execute(call) {
+            Ok(()) => problems.push(format!("{sqlstate} `{template}`: {call} raised nothing")),
+            Err(e) => {
+                let db_error = e.as_db_error().unwrap_or_else(|| panic!("{call}: {e}"));
+                let (code, message) = (db_error.code().code(), db_error.message());
+                if code != sqlstate || !fits(&template, message) {
+                    problems.push(format!("documented {sqlstate} `{template}`\n    raised {code} `{message}`\n    by {call}"));
+                }
+                raised += 1;
+            }
+        }
+    }
+    assert!(raised >= 13, "only {raised} errors raised");
+    assert!(problems.is_empty(), "docs/reference.md's error table against the code:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_error_template_matcher_holds_placeholders_apart() {
+    assert!(fits("runtime_sandbox: ledger_schema \"<schema>\" cannot be used by <function>: <object>", "runtime_sandbox: ledger_schema \"l\" cannot be used by the backfill: l.control: x"));
+    assert!(!fits("runtime_sandbox: ledger_schema \"<schema>\" cannot be used", "runtime_sandbox: ledger_schema \"l\" lacks"));
+    assert!(fits("permission denied for function <name>", "permission denied for function reconcile_daytona"));
+    assert!(!fits("runtime_sandbox: invalid argument <argument>", "runtime_sandbox: something else"));
+}
