@@ -377,3 +377,45 @@ fn user_pages_stay_within_their_length() {
     println!("{total:>6} words on user pages (ceiling {CEILING}, target 12,000)");
     assert!(total <= CEILING, "{total} words on user pages, over the ceiling of {CEILING}: move contributor material to docs/design/");
 }
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim_start_matches('#')
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn every_link_between_pages_reaches_its_page_and_heading() {
+    let mut broken = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let dir = page.parent().unwrap().to_path_buf();
+        for (n, line) in text.lines().enumerate() {
+            for link in line.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+                if link.starts_with("http") || link.starts_with("mailto:") {
+                    continue;
+                }
+                let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+                let target = if file.is_empty() { page.clone() } else { dir.join(file) };
+                let at = format!("{}:{}: ({link})", page.strip_prefix(repo()).unwrap().display(), n + 1);
+                if !target.exists() {
+                    broken.push(format!("{at}: no such file"));
+                    continue;
+                }
+                if !anchor.is_empty() {
+                    let headings = std::fs::read_to_string(&target).unwrap_or_default();
+                    if !headings.lines().filter(|l| l.starts_with('#')).any(|l| slug(l) == anchor) {
+                        broken.push(format!("{at}: no heading with that anchor"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
