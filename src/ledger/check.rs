@@ -595,11 +595,24 @@ pub fn checked_tables() -> Vec<&'static str> {
     requirements::table_names()
 }
 
+impl Facts {
+    /// The column `table`.`column`, as the catalog read it.
+    pub fn column(&self, table: &str, column: &str) -> Option<&ColumnFacts> {
+        let relation = self.relations.iter().find(|r| r.name == table)?;
+        relation.columns.as_deref()?.iter().find(|c| c.name == column)
+    }
+
+    /// Whether the operations keep `org_id` in another type than text (the
+    /// type of `runs.org_id`): the backfill's inserts then convert it.
+    pub fn typed_org_id(&self) -> bool {
+        self.column("runtime_sandbox_operations", "org_id").is_some_and(|c| !Ty::Text.accepts_base(&c.base))
+    }
+}
+
 /// The base type of `runs.org_id`, which the backfill copies into the
 /// operations' `org_id` (any type works there when both are the same).
 fn runs_org_id_base(facts: &Facts) -> Option<u32> {
-    let runs = facts.relations.iter().find(|r| r.name == "runs")?;
-    runs.columns.as_deref()?.iter().find(|c| c.name == "org_id").map(|c| c.base_oid)
+    facts.column("runs", "org_id").map(|c| c.base_oid)
 }
 
 /// Per function (check_ledger's `breaks` names), the errors that refuse it:
@@ -732,6 +745,20 @@ pub(crate) mod tests {
     #[test]
     fn a_ledger_as_installed_has_no_problem() {
         assert_eq!(rows(&canonical()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn org_ids_of_the_runs_type_are_typed_and_accepted() {
+        let mut facts = canonical();
+        assert!(!facts.typed_org_id());
+        for table in ["runs", "runtime_sandbox_operations"] {
+            let c = column(&mut facts, table, "org_id");
+            (c.base, c.base_oid, c.type_name) = ("uuid".into(), 2950, "uuid".into());
+        }
+        assert!(facts.typed_org_id());
+        assert_eq!(rows(&facts), Vec::<String>::new());
+        column(&mut facts, "runs", "org_id").base_oid = 25;
+        assert_eq!(rows(&facts), vec!["error l.runtime_sandbox_operations.org_id: is uuid; the functions need text, varchar, citext or the type of runs.org_id"]);
     }
 
     #[test]

@@ -141,12 +141,7 @@ pub(crate) fn in_citus(ledger: &SchemaName) -> bool {
 /// Whether the ledger's operations keep `org_id` in another type than text
 /// (the type of `runs.org_id`): the backfill's inserts then convert it.
 pub(crate) fn typed_org_id(ledger: &SchemaName) -> bool {
-    checked(ledger)
-        .facts
-        .as_ref()
-        .and_then(|f| f.relations.iter().find(|r| r.name == "runtime_sandbox_operations"))
-        .and_then(|r| r.columns.as_deref()?.iter().find(|c| c.name == "org_id"))
-        .is_some_and(|c| !super::requirements::Ty::Text.accepts_base(&c.base))
+    checked(ledger).facts.as_ref().is_some_and(Facts::typed_org_id)
 }
 
 /// What the ledger is for a call that passed the gate.
@@ -183,11 +178,7 @@ impl Access {
 
     /// Whether the ledger's `table` has `column` (as the gate's check read it).
     pub fn has_column(&self, table: &str, column: &str) -> bool {
-        self.checked.facts.as_ref().is_some_and(|facts| {
-            facts.relations.iter().any(|r| {
-                r.name == table && r.columns.as_deref().unwrap_or(&[]).iter().any(|c| c.name == column)
-            })
-        })
+        self.checked.facts.as_ref().is_some_and(|facts| facts.column(table, column).is_some())
     }
 
     /// Run the call's statements as the ledger's owner (shell::owner).

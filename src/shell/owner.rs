@@ -171,18 +171,10 @@ unsafe extern "C-unwind" fn owner_path_hook(event: pg_sys::FmgrHookEventType::Ty
     match event {
         pg_sys::FmgrHookEventType::FHET_START => {
             let path = OWNER_PATH.with(|p| p.borrow().clone());
-            let level = path.map(|path| unsafe {
-                let level = pg_sys::NewGUCNestLevel();
-                pg_sys::set_config_option(
-                    c"search_path".as_ptr(),
-                    path.as_ptr(),
-                    if pg_sys::superuser() { pg_sys::GucContext::PGC_SUSET } else { pg_sys::GucContext::PGC_USERSET },
-                    pg_sys::GucSource::PGC_S_SESSION,
-                    pg_sys::GucAction::GUC_ACTION_SAVE,
-                    true,
-                    pgrx::PgLogLevel::ERROR as i32,
-                    false,
-                );
+            let level = path.map(|path| {
+                // SAFETY: pushes a GUC nest level, popped at FHET_END (or by the error's abort).
+                let level = unsafe { pg_sys::NewGUCNestLevel() };
+                set(c"search_path", &path, pg_sys::GucAction::GUC_ACTION_SAVE);
                 level
             });
             HOOKED.with(|h| h.borrow_mut().push(level));
@@ -229,12 +221,12 @@ fn owner_search_path(owner: pg_sys::Oid) -> Option<String> {
     .unwrap_or_else(|e: pgrx::spi::SpiError| pgrx::error!("runtime_sandbox: reading the owner's search_path: {e}"))
 }
 
-/// Deferrable constraints made IMMEDIATE for a call; the ones to defer again.
+/// The constraints to defer again after a call that made every deferrable
+/// one IMMEDIATE: (schema, name) of each INITIALLY DEFERRED constraint whose
+/// name no other constraint of its schema shares unless it is one too (none
+/// when the database has no deferrable constraint: nothing was changed).
 struct Deferrable {
-    /// (schema, constraint name) of every INITIALLY DEFERRED constraint whose
-    /// name no other constraint of its schema shares unless it is one too.
     initially_deferred: Vec<(String, String)>,
-    changed: bool,
 }
 
 impl Deferrable {
@@ -257,11 +249,11 @@ impl Deferrable {
         if any {
             set_constraints(&[], false);
         }
-        Deferrable { initially_deferred: rows, changed: any }
+        Deferrable { initially_deferred: rows }
     }
 
     fn restore(self) {
-        if self.changed && !self.initially_deferred.is_empty() {
+        if !self.initially_deferred.is_empty() {
             set_constraints(&self.initially_deferred, true);
         }
     }
@@ -333,15 +325,22 @@ pub fn with_setting<R>(name: &str, value: &str, work: impl FnOnce() -> R) -> R {
 fn set_local(name: &str, value: &str) {
     let c_name = std::ffi::CString::new(name).expect("setting names have no NUL");
     let c_value = std::ffi::CString::new(value).expect("setting values have no NUL");
+    set(&c_name, &c_value, pg_sys::GucAction::GUC_ACTION_LOCAL);
+}
+
+/// set_config_option for the session's current nest level: LOCAL (rolled
+/// back with the level) or SAVE (restored when the level ends, as a
+/// function's own SET clause).
+fn set(name: &std::ffi::CStr, value: &std::ffi::CStr, action: pg_sys::GucAction::Type) {
     // SAFETY: both strings outlive the call; errors are raised as ERROR.
     unsafe {
         let context = if pg_sys::superuser() { pg_sys::GucContext::PGC_SUSET } else { pg_sys::GucContext::PGC_USERSET };
         pg_sys::set_config_option(
-            c_name.as_ptr(),
-            c_value.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr(),
             context,
             pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            action,
             true,
             pgrx::PgLogLevel::ERROR as i32,
             false,
