@@ -202,8 +202,7 @@ const CALLS: &[&str] = &[
 ];
 
 fn connect_as(role: &str) -> Client {
-    postgres::Client::connect(&format!("host=127.0.0.1 port={} user={role} dbname={DB}", common::port()), postgres::NoTls)
-        .unwrap_or_else(|e| panic!("connect as {role}: {e}"))
+    common::connect_as(role, DB)
 }
 
 /// Run every call as `role`; the outcome of each (`ok` or the SQLSTATE and message).

@@ -11,7 +11,7 @@
 
 mod common;
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
@@ -191,8 +191,7 @@ fn monitor_with_only_the_documented_grants_reads_the_health_view_and_nothing_els
     admin
         .batch_execute(&documented_monitoring_grants())
         .unwrap_or_else(|e| panic!("docs/operations.md's grants: {}", common::db_message(&e)));
-    let mut monitor =
-        Client::connect(&format!("host=127.0.0.1 port={} user=monitoring dbname={db}", common::port()), NoTls).unwrap();
+    let mut monitor = common::connect_as("monitoring", &db);
     let rows = monitor
         .query("SELECT environment, last_status FROM runtime_scheduler.reconciliation_health", &[])
         .unwrap_or_else(|e| panic!("the monitor reads the view: {}", common::db_message(&e)));
@@ -217,8 +216,7 @@ fn operator_with_only_the_documented_grants_runs_every_job() {
     assert!(grants.contains(OPERATOR), "the documented grants name {OPERATOR}");
     admin.batch_execute(&grants).unwrap_or_else(|e| panic!("docs/privileges.md's grants: {}", common::db_message(&e)));
 
-    let mut operator =
-        Client::connect(&format!("host=127.0.0.1 port={} user={OPERATOR} dbname={db}", common::port()), NoTls).unwrap();
+    let mut operator = common::connect_as(OPERATOR, &db);
     assert_jobs_answer(&run_jobs(&mut operator), "as the operator with docs/privileges.md's grants");
     // Nothing more than that: the DDL and the pg_cron jobs stay with the owner.
     for sql in [

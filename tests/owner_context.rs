@@ -43,8 +43,7 @@ ALTER TABLE @s@.sandbox_cleanup_events_v2 ADD CONSTRAINT events_run_fk FOREIGN K
 "#;
 
 fn connect_as(role: &str) -> Client {
-    postgres::Client::connect(&format!("host=127.0.0.1 port={} user={role} dbname={DB}", common::port()), postgres::NoTls)
-        .unwrap_or_else(|e| panic!("connect as {role}: {e}"))
+    common::connect_as(role, DB)
 }
 
 /// A ledger owned by the application role, seeded; with the application's additions when `app`.

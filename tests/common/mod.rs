@@ -90,6 +90,13 @@ pub fn connect(db: &str) -> Client {
     config(db).connect(NoTls).unwrap_or_else(|e| panic!("connect to {db}: {e}"))
 }
 
+/// A connection to database `db` of the scratch cluster as `role` (a LOGIN role the test made).
+pub fn connect_as(role: &str, db: &str) -> Client {
+    let mut config = config(db);
+    config.user(role);
+    config.connect(NoTls).unwrap_or_else(|e| panic!("connect to {db} as {role}: {e}"))
+}
+
 /// A connection to another server the tests run (the Citus nodes), not the scratch cluster.
 pub fn connect_at(port: u16, db: &str) -> Client {
     config_at(port, db).connect(NoTls).unwrap_or_else(|e| panic!("connect to {db} on port {port}: {e}"))
