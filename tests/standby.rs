@@ -36,13 +36,13 @@ impl Standby {
         std::fs::create_dir_all(&dir).unwrap();
         assert!(Command::new("chown").args(["postgres:postgres", dir.to_str().unwrap()]).status().unwrap().success());
         let port = common::port().to_string();
-        assert!(
-            as_postgres(
-                "pg_basebackup",
-                &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-D", data.to_str().unwrap(), "-R", "-X", "stream"]
-            ),
-            "pg_basebackup of the scratch cluster failed"
-        );
+        if let Err(e) = common::as_postgres(
+            &common::bindir().join("pg_basebackup"),
+            &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-D", data.to_str().unwrap(), "-R", "-X", "stream"],
+            Path::new("/"),
+        ) {
+            panic!("pg_basebackup of the scratch cluster failed: {e}");
+        }
         let options = format!(
             "-p {} -k {} -c shared_buffers=128MB -c hot_standby=on -c cron.database_name=postgres",
             standby_port(),
