@@ -208,6 +208,9 @@ fn statement_work(n: u64, call: Call, ledger: Ledger, statistics: Statistics, en
         *by_statement.entry(name).or_insert(0.0) += work(&plan["Plan"]);
     }
     assert!(by_statement.len() > 5, "auto_explain reported too few statements: {by_statement:?}");
+    // Each ledger is some 170 MB: leave none behind (the standby test copies the whole cluster).
+    drop(c);
+    common::connect("postgres").batch_execute(&format!("DROP DATABASE \"{db}\" WITH (FORCE)")).unwrap();
     by_statement
 }
 

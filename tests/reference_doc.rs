@@ -195,7 +195,7 @@ fn suggested_entry(f: &Function) -> String {
         s += &format!("- returns: `{}`\n", returns_text(f));
     }
     s += &format!(
-        "- volatility: `{}`; executable by PUBLIC: {}\n- page: [<page>.md](<page>.md)\n",
+        "- volatility: `{}`; executable by PUBLIC: {}\n- errors: `22023`\n- page: [<page>.md](<page>.md)\n",
         f.volatility,
         if f.public { "yes" } else { "no" }
     );
@@ -212,7 +212,7 @@ fn suggested_entry(f: &Function) -> String {
             s += &format!("| `{n}` | `{}` | <meaning> |\n", normalize_type(t));
         }
     }
-    s + "\n| SQLSTATE | when |\n|---|---|\n| 22023 | <which argument rules> |\n"
+    s
 }
 
 /// Position by position, what the page says against what the catalog has.
@@ -269,15 +269,16 @@ fn check_function(f: &Function, entry: &Entry, error_codes: &BTreeSet<String>, p
             if says_strict { "says STRICT" } else { "does not say STRICT (e.g. `STRICT: NULL gives NULL` in the argument's rule)" }
         ));
     }
-    match entry.table("SQLSTATE") {
-        Some(rows) if !rows.is_empty() => {
-            for row in rows {
-                if row[0] != "none" && !error_codes.contains(&row[0]) {
-                    problem(format!("SQLSTATE {} is not in the table of ## Errors", row[0]));
+    match entry.item("errors") {
+        Some(codes) if codes.trim() == "none" => {}
+        Some(codes) => {
+            for code in codes.split(',').map(|c| c.trim().trim_matches('`')) {
+                if !error_codes.contains(code) {
+                    problem(format!("SQLSTATE {code} is not in the table of ## Errors"));
                 }
             }
         }
-        _ => problem("no `| SQLSTATE | when |` table (write `| none | why |` if it raises nothing)".into()),
+        None => problem("no `- errors: `22023`, ...` line (write `- errors: none` if it raises nothing)".into()),
     }
 }
 
