@@ -223,7 +223,13 @@ fn differences<T: std::fmt::Debug + PartialEq>(what: &str, documented: &[T], act
         .collect()
 }
 
-fn check_function(f: &Function, entry: &Entry, error_codes: &BTreeSet<String>, problems: &mut Vec<String>) {
+fn check_function(
+    f: &Function,
+    entry: &Entry,
+    entries: &BTreeMap<String, Entry>,
+    error_codes: &BTreeSet<String>,
+    problems: &mut Vec<String>,
+) {
     let at = format!("docs/reference.md:{} ({})", entry.line, f.name);
     let mut problem = |what: String| problems.push(format!("{at}: {what}"));
     match entry.item("returns") {
@@ -250,7 +256,21 @@ fn check_function(f: &Function, entry: &Entry, error_codes: &BTreeSet<String>, p
     for what in differences("argument (name, type, default)", &documented, &actual) {
         problem(what);
     }
-    let documented: Vec<(String, String)> = entry
+    // `- columns: as for `other`` borrows another entry's result table (the same result type, said once).
+    let columns_entry = match entry.item("columns") {
+        Some(c) => {
+            let other = c.strip_prefix("as for `").and_then(|r| r.split('`').next()).unwrap_or_default();
+            match entries.get(other) {
+                Some(e) => e,
+                None => {
+                    problem(format!("columns: {c:?} names no documented function"));
+                    entry
+                }
+            }
+        }
+        None => entry,
+    };
+    let documented: Vec<(String, String)> = columns_entry
         .table("result column")
         .unwrap_or_default()
         .into_iter()
@@ -293,7 +313,7 @@ fn reference_lists_every_function_and_type_as_the_catalog_has_them() {
     let mut problems = Vec::new();
     for f in &functions {
         match doc_functions.get(&f.name) {
-            Some(entry) => check_function(f, entry, &error_codes, &mut problems),
+            Some(entry) => check_function(f, entry, &doc_functions, &error_codes, &mut problems),
             None => problems.push(format!(
                 "runtime_sandbox.{} has no entry in docs/reference.md; add this under ## Functions (alphabetical) \
                  and fill in the rules, meanings and errors:\n\n{}",
