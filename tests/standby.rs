@@ -100,6 +100,7 @@ fn reads() -> Vec<(&'static str, String)> {
     vec![
         ("stock_hash", "SELECT runtime_sandbox.stock_hash('{\"b\": [1, 2.50], \"a\": null}')".into()),
         ("check_ledger", "SELECT string_agg(concat_ws('|', object, problem, severity), E'\\n' ORDER BY object, problem) FROM runtime_sandbox.check_ledger()".into()),
+        ("ledger_readiness", "SELECT string_agg(concat_ws('|', function, ready, refused_for), E'\\n' ORDER BY function) FROM runtime_sandbox.ledger_readiness()".into()),
         ("install_ledger_ddl", "SELECT count(*)::text FROM runtime_sandbox.install_ledger_ddl()".into()),
         ("backfill_status", "SELECT s::text FROM runtime_sandbox.backfill_status() s".into()),
         ("preview_sandbox_operation_backfill", "SELECT p::text FROM runtime_sandbox.preview_sandbox_operation_backfill(50) p".into()),

@@ -28,6 +28,6 @@ END
 $bootstrap$;
 
 -- Nothing in it that writes is granted to PUBLIC; the functions that change
--- ledgers run their statements as the ledger's owner (docs/security.md).
+-- ledgers run their statements as the ledger's owner (docs/privileges.md, "The trust model").
 REVOKE ALL ON SCHEMA @extschema@ FROM PUBLIC;
 GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
