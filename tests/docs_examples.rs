@@ -346,7 +346,7 @@ fn prose_words(text: &str) -> usize {
 }
 
 /// The words of all user pages may not grow past this (the target is 12,000; the pages are on their way there).
-const CEILING: usize = 13_500;
+const CEILING: usize = 13_300;
 
 #[test]
 fn user_pages_name_no_test_or_source_file() {
