@@ -163,10 +163,6 @@ fn seeded(name: &str) -> String {
     db
 }
 
-fn drop_database(db: &str) {
-    common::connect("postgres").batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).unwrap();
-}
-
 /// The first ```sql block under `## Operator role` in docs/privileges.md.
 fn documented_operator_grants() -> String {
     let text = std::fs::read_to_string(repo().join("docs/privileges.md")).unwrap();
@@ -231,7 +227,7 @@ fn operator_with_only_the_documented_grants_runs_every_job() {
     drop(operator);
     assert_real_tables_written(&db);
     drop(admin);
-    drop_database(&db);
+    common::drop_database(&db);
     common::connect("postgres").batch_execute(&format!("DROP ROLE {OPERATOR}")).unwrap();
 }
 
@@ -271,7 +267,7 @@ fn temporary_look_alike_tables_in_the_callers_session_are_ignored() {
     }
     drop(victim);
     assert_real_tables_written(&db);
-    drop_database(&db);
+    common::drop_database(&db);
 }
 
 /// Lower-case identifiers followed by `(` in the extension's SQL and Rust: the functions it may call.
@@ -396,7 +392,7 @@ fn public_clones_ahead_of_pg_catalog_do_not_reach_the_functions() {
     assert_jobs_answer(&run_jobs(&mut victim), "with public's clones ahead of pg_catalog");
     drop(victim);
     assert_real_tables_written(&db);
-    drop_database(&db);
+    common::drop_database(&db);
     common::connect("postgres").batch_execute(&format!("DROP ROLE {MALLORY}")).unwrap();
 }
 
@@ -415,5 +411,5 @@ fn procedure_variables_ignore_a_public_timestamptz_ahead_of_pg_catalog() {
         .batch_execute("CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 1)")
         .unwrap_or_else(|e| panic!("{}", common::db_message(&e)));
     drop(victim);
-    drop_database(&db);
+    common::drop_database(&db);
 }

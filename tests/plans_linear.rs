@@ -210,7 +210,7 @@ fn statement_work(n: u64, call: Call, ledger: Ledger, statistics: Statistics, en
     assert!(by_statement.len() > 5, "auto_explain reported too few statements: {by_statement:?}");
     // Each ledger is some 170 MB: leave none behind (the standby test copies the whole cluster).
     drop(c);
-    common::connect("postgres").batch_execute(&format!("DROP DATABASE \"{db}\" WITH (FORCE)")).unwrap();
+    common::drop_database(&db);
     by_statement
 }
 

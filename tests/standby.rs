@@ -17,9 +17,10 @@ fn standby_dir() -> PathBuf {
     PathBuf::from(format!("{}-standby", common::cluster_dir().display()))
 }
 
-/// Run a server binary as postgres (initdb and the server refuse root), from / (postgres may not enter cwd).
-fn as_postgres(program: &str, args: &[&str]) -> bool {
-    common::as_postgres(&common::bindir().join(program), args, Path::new("/")).is_ok()
+/// Run a server binary as postgres (initdb and the server refuse root), from / (postgres may not enter cwd);
+/// a failure carries the program's output.
+fn as_postgres(program: &str, args: &[&str]) -> Result<(), String> {
+    common::as_postgres(&common::bindir().join(program), args, Path::new("/"))
 }
 
 /// The standby: stopped and removed when dropped.
@@ -31,32 +32,24 @@ impl Standby {
     fn start() -> Standby {
         let dir = standby_dir();
         let data = dir.join("data");
-        as_postgres("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
+        let _ = as_postgres("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         assert!(Command::new("chown").args(["postgres:postgres", dir.to_str().unwrap()]).status().unwrap().success());
         let port = common::port().to_string();
-        if let Err(e) = common::as_postgres(
-            &common::bindir().join("pg_basebackup"),
+        as_postgres(
+            "pg_basebackup",
             &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-D", data.to_str().unwrap(), "-R", "-X", "stream"],
-            Path::new("/"),
-        ) {
-            panic!("pg_basebackup of the scratch cluster failed: {e}");
-        }
+        )
+        .unwrap_or_else(|e| panic!("pg_basebackup of the scratch cluster failed: {e}"));
         let options = format!(
             "-p {} -k {} -c shared_buffers=128MB -c hot_standby=on -c cron.database_name=postgres",
             standby_port(),
             dir.display()
         );
         let log = dir.join("server.log");
-        assert!(
-            as_postgres(
-                "pg_ctl",
-                &["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap(), "-o", &options, "-w", "start"]
-            ),
-            "the standby did not start (see {})",
-            log.display()
-        );
+        as_postgres("pg_ctl", &["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap(), "-o", &options, "-w", "start"])
+            .unwrap_or_else(|e| panic!("the standby did not start (see {}): {e}", log.display()));
         Standby { dir }
     }
 
@@ -87,7 +80,7 @@ impl Standby {
 impl Drop for Standby {
     fn drop(&mut self) {
         let data = self.dir.join("data");
-        as_postgres("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
+        let _ = as_postgres("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -125,12 +125,16 @@ pub fn connect_with_notices(db: &str) -> (Client, Arc<Mutex<Vec<String>>>) {
 
 /// A new, empty database named `name` with `CREATE EXTENSION runtime_sandbox`.
 pub fn fresh_database(name: &str) -> String {
-    let mut admin = connect("postgres");
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE \"{name}\"")).unwrap();
+    drop_database(name);
+    connect("postgres").batch_execute(&format!("CREATE DATABASE \"{name}\"")).unwrap();
     let mut db = connect(name);
     db.batch_execute("CREATE EXTENSION runtime_sandbox").unwrap();
     name.to_string()
+}
+
+/// Drop a test's database, its sessions too (a large one left behind fills the cluster the standby test copies).
+pub fn drop_database(name: &str) {
+    connect("postgres").batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).unwrap();
 }
 
 /// The server's message for an error (postgres::Error's Display is just "db error").
