@@ -42,9 +42,54 @@ impl Entry {
         rows
     }
 
-    /// `- key: value` as written.
+    /// `- key: value` as written, with the indented lines that continue it.
     fn item(&self, key: &str) -> Option<String> {
-        self.lines.iter().find_map(|l| l.strip_prefix(&format!("- {key}: ")).map(str::to_string))
+        let start = self.lines.iter().position(|l| l.starts_with(&format!("- {key}: ")))?;
+        let mut value = self.lines[start][key.len() + 4..].to_string();
+        for more in self.lines[start + 1..].iter().take_while(|l| l.starts_with("  ")) {
+            value.push(' ');
+            value.push_str(more.trim());
+        }
+        Some(value)
+    }
+
+    /// The entry's first line, `- returns R; V; PUBLIC: yes|no; errors E; [page](page)`, as its fields.
+    fn heading(&self) -> Option<(String, String, String, String)> {
+        let line = self.lines.iter().find_map(|l| l.strip_prefix("- returns "))?;
+        let fields: Vec<&str> = line.split("; ").collect();
+        let field = |i: usize, prefix: &str| fields.get(i).and_then(|f| f.strip_prefix(prefix)).map(str::to_string);
+        Some((fields[0].to_string(), fields.get(1)?.to_string(), field(2, "PUBLIC: ")?, field(3, "errors ")?))
+    }
+
+    /// `- arguments: \`name type = default\`, ...` (an entry whose rules are all empty), optionally ending in
+    /// `then those of \`other\``; else the `| argument |` table. (name, type, default) each.
+    fn arguments(&self, entries: &BTreeMap<String, Entry>) -> Vec<(String, String, String)> {
+        let Some(line) = self.item("arguments") else {
+            return self
+                .table("argument")
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| (r[0].clone(), normalize_type(&r[1]), normalize_default(r.get(2).map_or("", |d| d.as_str()))))
+                .collect();
+        };
+        let (own, other) = match line.split_once("then those of `") {
+            Some((own, other)) => (own, other.split('`').next()),
+            None => (line.as_str(), None),
+        };
+        let mut args: Vec<(String, String, String)> = own
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|span| {
+                let (decl, default) = span.split_once(" = ").unwrap_or((span, ""));
+                let (name, ty) = decl.split_once(' ').unwrap_or((decl, ""));
+                (name.to_string(), normalize_type(ty), normalize_default(default))
+            })
+            .collect();
+        if let Some(other) = other {
+            args.extend(entries.get(other).map(|e| e.arguments(entries)).unwrap_or_default());
+        }
+        args
     }
 }
 
@@ -188,14 +233,14 @@ fn returns_text(f: &Function) -> String {
 
 /// The entry to add for a function, from the catalog (rules, meanings and errors left to fill in).
 fn suggested_entry(f: &Function) -> String {
-    let mut s = format!("### `{}`\n", f.name);
+    let mut s = format!("### `{}`\n- returns ", f.name);
     if f.procedure {
-        s += "- returns: nothing (a procedure: `CALL` it)\n";
+        s += "nothing (a procedure: `CALL` it)";
     } else {
-        s += &format!("- returns: `{}`\n", returns_text(f));
+        s += &format!("`{}`", returns_text(f));
     }
     s += &format!(
-        "- volatility: `{}`; executable by PUBLIC: {}\n- errors: `22023`\n- page: [<page>.md](<page>.md)\n",
+        "; `{}`; PUBLIC: {}; errors `22023`; [<page>.md](<page>.md)\n",
         f.volatility,
         if f.public { "yes" } else { "no" }
     );
@@ -232,25 +277,25 @@ fn check_function(
 ) {
     let at = format!("docs/reference.md:{} ({})", entry.line, f.name);
     let mut problem = |what: String| problems.push(format!("{at}: {what}"));
-    match entry.item("returns") {
-        Some(r) if f.procedure && r.starts_with("nothing") => {}
-        Some(r) if !f.procedure && r.trim_matches('`') == returns_text(f) => {}
+    let Some((returns, volatility, public, errors)) = entry.heading() else {
+        problem("no first line `- returns R; VOLATILITY; PUBLIC: yes|no; errors E; [page](page)`".into());
+        return;
+    };
+    match returns.as_str() {
+        r if f.procedure && r.starts_with("nothing") => {}
+        r if !f.procedure && r.trim_matches('`') == returns_text(f) => {}
         r => problem(format!(
             "returns: {r:?}, the catalog says `{}`",
             if f.procedure { "nothing (a procedure)".to_string() } else { returns_text(f) }
         )),
     }
-    let volatility =
-        format!("`{}`; executable by PUBLIC: {}", f.volatility, if f.public { "yes" } else { "no" });
-    if entry.item("volatility").as_deref() != Some(volatility.as_str()) {
-        problem(format!("volatility: {:?}, the catalog says {volatility}", entry.item("volatility")));
+    if volatility.trim_matches('`') != f.volatility {
+        problem(format!("volatility: {volatility:?}, the catalog says {}", f.volatility));
     }
-    let documented: Vec<(String, String, String)> = entry
-        .table("argument")
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| (r[0].clone(), normalize_type(&r[1]), normalize_default(r.get(2).map_or("", |d| d.as_str()))))
-        .collect();
+    if public != if f.public { "yes" } else { "no" } {
+        problem(format!("PUBLIC: {public:?}, the catalog says {}", if f.public { "yes" } else { "no" }));
+    }
+    let documented = entry.arguments(entries);
     let actual: Vec<(String, String, String)> =
         f.args.iter().map(|(n, t, d)| (n.clone(), normalize_type(t), d.clone())).collect();
     for what in differences("argument (name, type, default)", &documented, &actual) {
@@ -289,16 +334,12 @@ fn check_function(
             if says_strict { "says STRICT" } else { "does not say STRICT (e.g. `STRICT: NULL gives NULL` in the argument's rule)" }
         ));
     }
-    match entry.item("errors") {
-        Some(codes) if codes.trim() == "none" => {}
-        Some(codes) => {
-            for code in codes.split(',').map(|c| c.trim().trim_matches('`')) {
-                if !error_codes.contains(code) {
-                    problem(format!("SQLSTATE {code} is not in the table of ## Errors"));
-                }
+    if errors.trim() != "none" {
+        for code in errors.split(',').map(|c| c.trim().trim_matches('`')) {
+            if !error_codes.contains(code) {
+                problem(format!("SQLSTATE {code} is not in the table of ## Errors"));
             }
         }
-        None => problem("no `- errors: `22023`, ...` line (write `- errors: none` if it raises nothing)".into()),
     }
 }
 
