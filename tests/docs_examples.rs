@@ -345,8 +345,9 @@ fn prose_words(text: &str) -> usize {
         .sum()
 }
 
-/// The words of all user pages may not grow past this (the target is 12,000; the pages are on their way there).
-const CEILING: usize = 13_300;
+/// The words a reader sees on all user pages (README.md and docs/ outside docs/design/) may not grow past this: about
+/// 50 minutes of reading for everything, the newcomer's path (README, concepts, one capability page) a quarter of it.
+const CEILING: usize = 12_000;
 
 #[test]
 fn user_pages_name_no_test_or_source_file() {
@@ -369,12 +370,13 @@ fn user_pages_name_no_test_or_source_file() {
 fn user_pages_stay_within_their_length() {
     let mut total = 0;
     for page in pages() {
-        let words = std::fs::read_to_string(&page).unwrap().split_whitespace().count();
-        let prose = prose_words(&visible(&std::fs::read_to_string(&page).unwrap()));
+        // What a reader sees: the docs checks' HTML-comment markers are not counted; table pipes are.
+        let text = visible(&std::fs::read_to_string(&page).unwrap());
+        let (words, prose) = (text.split_whitespace().count(), prose_words(&text));
         println!("{:>6} words ({:>6} of prose) {}", words, prose, page.strip_prefix(repo()).unwrap().display());
         total += words;
     }
-    println!("{total:>6} words on user pages (ceiling {CEILING}, target 12,000)");
+    println!("{total:>6} words on user pages (ceiling {CEILING})");
     assert!(total <= CEILING, "{total} words on user pages, over the ceiling of {CEILING}: move contributor material to docs/design/");
 }
 
