@@ -314,3 +314,73 @@ fn every_function_works_on_supported_shapes_and_refuses_the_others_cleanly() {
     admin.batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)")).unwrap();
     admin.batch_execute(&format!("DROP ROLE {OTHER_OWNER}")).unwrap();
 }
+
+/// A citext `environment` column compares as the application's literal `'production'` does there: without regard
+/// to case. The same rows in a text column compare exactly. Either way the run reads the operations the
+/// application's own `environment = 'production'` reads (its count is `live_operations`).
+#[test]
+fn a_citext_environment_compares_as_the_applications_literal_does() {
+    let db = common::fresh_database("it_citext_environment");
+    let mut c = common::connect(&db);
+    c.batch_execute("CREATE EXTENSION citext WITH SCHEMA public; SET client_min_messages = warning").unwrap();
+    let answer = |c: &mut Client, sql: &str| -> serde_json::Value {
+        let text: String = c.query_one(&format!("SELECT to_jsonb(r)::text FROM {sql} r"), &[]).unwrap().get(0);
+        serde_json::from_str(&text).unwrap()
+    };
+    for (schema, column) in [("env_citext", "public.citext"), ("env_text", "text")] {
+        c.batch_execute(&format!(
+            "CREATE SCHEMA {schema}; SELECT runtime_sandbox.install_ledger('{schema}');
+             ALTER TABLE {schema}.runtime_sandbox_operations ALTER COLUMN environment TYPE {column};
+             INSERT INTO {schema}.runs (run_id, org_id) VALUES ('run-r', 'org-1');
+             INSERT INTO {schema}.attempts (run_id, attempt, resource_json) VALUES ('run-r', 1, '[]');
+             INSERT INTO {schema}.runtime_sandbox_operations (operation_key, provider, run_id, attempt, org_id, environment,
+                    sandbox_id, state, provider_operation_token, provider_created_at) VALUES
+                ('listed', 'daytona', 'run-l', 1, 'org-1', 'Production', 'sb-1', 'live', NULL, now() - interval '1 day'),
+                ('gone', 'daytona', 'run-g', 1, 'org-1', 'PRODUCTION', 'sb-2', 'live', NULL, now() - interval '1 day'),
+                ('lost', 'daytona', 'run-r', 1, 'org-1', 'PRODUCTION', NULL, 'reserved', 'label-3', now() - interval '1 day');
+             INSERT INTO {schema}.runtime_sandbox_capacity_leases (lease_id, org_id, run_id) VALUES ('lost', 'org-1', 'run-r');"
+        ))
+        .unwrap();
+        let errors = common::count(&mut c, &format!("SELECT count(*) FROM runtime_sandbox.check_ledger('{schema}') WHERE severity = 'error'"));
+        assert_eq!(errors, 0, "{schema}: check_ledger reports errors");
+        // What the application's statement reads.
+        let application_live = common::count(
+            &mut c,
+            &format!("SELECT count(*) FROM {schema}.runtime_sandbox_operations WHERE provider = 'daytona' AND environment = 'production' AND state IN ('live', 'deleting')"),
+        );
+        let inventory = r#"[{"sandboxId": "sb-1"}, {"sandboxId": "sb-9", "operationKey": "label-3"}]"#;
+        let dry = answer(&mut c, &format!("runtime_sandbox.reconcile_daytona('{inventory}', now(), true, ledger_schema => '{schema}')"));
+        assert_eq!(dry["live_operations"], application_live, "{schema}: {dry}");
+        if schema == "env_citext" {
+            assert_eq!(application_live, 2);
+            assert_eq!((dry["status"].as_str(), dry["matched_live_sandboxes"].as_i64(), dry["absent_ledger_rows"].as_i64()), (Some("planned"), Some(1), Some(1)), "{dry}");
+            let applied = answer(&mut c, &format!("runtime_sandbox.reconcile_daytona('{inventory}', now(), false, ledger_schema => '{schema}')"));
+            assert_eq!(
+                (applied["status"].as_str(), applied["recovered_reserved_operations"].as_i64(), applied["marked_deleted"].as_i64(), applied["seeded_leases"].as_i64()),
+                (Some("applied"), Some(1), Some(1), Some(1)),
+                "{applied}"
+            );
+            let states: Vec<String> = c
+                .query(&format!("SELECT operation_key || '=' || state::text FROM {schema}.runtime_sandbox_operations ORDER BY 1"), &[])
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            assert_eq!(states, ["gone=deleted", "listed=live", "lost=deleting"]);
+            // reconcile_daytona_latest compares the same way.
+            c.batch_execute(&format!(
+                "SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb-1\"}}, {{\"sandboxId\": \"sb-9\"}}]', now(), ledger_schema => '{schema}')"
+            ))
+            .unwrap();
+            let latest = answer(&mut c, &format!("runtime_sandbox.reconcile_daytona_latest(true, ledger_schema => '{schema}')"));
+            assert_eq!((latest["status"].as_str(), latest["matched_live_sandboxes"].as_i64()), (Some("planned"), Some(2)), "{latest}");
+        } else {
+            // Exact comparison: none of these rows is of 'production', so the listed sandboxes are unowned here.
+            assert_eq!(application_live, 0);
+            assert_eq!(dry["status"], "blocked_unowned_sandboxes", "{dry}");
+            assert_eq!(dry["unowned_in_other_environments"], serde_json::json!({"Production": 1}), "{dry}");
+        }
+    }
+    drop(c);
+    common::drop_database(&db);
+}

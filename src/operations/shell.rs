@@ -115,7 +115,7 @@ fn record_snapshot(
     let present = access.environment_column(&schema, "provider_inventory_snapshots", &environment, "record_inventory_snapshot");
     crate::shell::standby::refuse_writes("record_inventory_snapshot");
     access.run(|| Spi::connect_mut(|client| {
-        let ledger = Ledger { quoted: &schema.quoted };
+        let ledger = Ledger { quoted: &schema.quoted, environment_eq: "=" };
         // A ledger installed before 0.4.0 holds only 'production' snapshots, in a table without the column.
         let mut params = vec![
             provider.into(),
@@ -199,13 +199,14 @@ fn reconcile_latest(
     check(rules::max_snapshot_age(max_snapshot_age.months(), max_snapshot_age.days(), max_snapshot_age.micros()));
     let confirmations =
         check(rules::absent_confirmations(check(summary::required("absent_confirmations", absent_confirmations))));
-    let options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
+    let mut options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
     let needs = latest_needs(options.dry_run);
     let access = if options.dry_run {
         crate::ledger::require_to_read(&options.ledger, &needs, "reconcile_daytona_latest")
     } else {
         crate::ledger::require(&options.ledger, &needs, "reconcile_daytona_latest")
     };
+    options.compare_environment(&access);
     let function = "reconcile_daytona_latest";
     let snapshots_environment =
         access.environment_column(&options.ledger, "provider_inventory_snapshots", &options.environment, function);

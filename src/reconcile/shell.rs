@@ -60,11 +60,26 @@ pub(crate) struct Options {
     pub ledger: SchemaName,
     /// The operations' `environment` this run reconciles.
     pub environment: Environment,
+    /// How `environment` is compared with the operations' column: the type
+    /// it is passed as and the operator (Access::operations_environment).
+    pub environment_type: pg_sys::Oid,
+    pub environment_eq: String,
 }
 
 impl Options {
     pub fn ledger(&self) -> Ledger<'_> {
-        Ledger { quoted: &self.ledger.quoted }
+        Ledger { quoted: &self.ledger.quoted, environment_eq: &self.environment_eq }
+    }
+
+    /// Compare `environment` as the ledger's column needs (after the gate).
+    pub fn compare_environment(&mut self, access: &crate::ledger::Access) {
+        (self.environment_type, self.environment_eq) = access.operations_environment();
+    }
+
+    /// `environment` as a parameter compared with the operations' column.
+    pub fn environment_param(&self) -> DatumWithOid<'static> {
+        // SAFETY: citext, the only other type, stores its value as text does.
+        unsafe { DatumWithOid::new(self.environment.name.as_str(), self.environment_type) }
     }
 }
 
@@ -86,7 +101,7 @@ pub(crate) fn validate_options(
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
     let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let ledger = existing_schema("ledger_schema", ledger_schema.as_str());
-    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment }
+    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment, environment_type: pg_sys::TEXTOID, environment_eq: "=".into() }
 }
 
 /// The listing a run reconciles the ledger against.
@@ -170,13 +185,14 @@ fn reconcile(
 ) -> PgHeapTuple<'static, AllocatedByRust> {
     let inventory = check(summary::required("inventory", inventory));
     let listing = validate_listing(&inventory, inventory_captured_at);
-    let options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
+    let mut options = validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
     let needs = if options.dry_run { READ_NEEDS } else { APPLY_NEEDS };
     let access = if options.dry_run {
         crate::ledger::require_to_read(&options.ledger, needs, "reconcile_daytona")
     } else {
         crate::ledger::require(&options.ledger, needs, "reconcile_daytona")
     };
+    options.compare_environment(&access);
     let runs_environment =
         !options.dry_run && access.environment_column(&options.ledger, "reconciliation_runs", &options.environment, "reconcile_daytona");
     if !options.dry_run {
@@ -206,14 +222,16 @@ pub(crate) fn now() -> TimestampWithTimeZone {
         .unwrap_or_else(|_| error!("runtime_sandbox: the clock is out of range"))
 }
 
-/// One phase statement: the SQL with the ledger schema substituted, timed.
+/// One phase statement: the SQL with the ledger schema and the environment's
+/// comparison operator substituted, timed.
 pub(crate) struct Ledger<'a> {
     pub quoted: &'a str,
+    pub environment_eq: &'a str,
 }
 
 impl Ledger<'_> {
     pub fn sql(&self, template: &str) -> String {
-        template.replace("@ledger@", self.quoted)
+        template.replace("@ledger@", self.quoted).replace("@environment_eq@", self.environment_eq)
     }
 }
 
@@ -284,7 +302,6 @@ pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
 
 pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) -> Summary {
     let ledger = options.ledger();
-    let environment = options.environment.name.as_str();
     let items = &listing.items;
     let mut summary =
         Summary::empty(items.len(), options.dry_run, if options.dry_run { Status::Planned } else { Status::Applied });
@@ -303,7 +320,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     let mut ownership = pairing::Ownership { owned: vec![false; items.len()], reserved_rows: 0 };
     if !items.is_empty() {
         let started = Instant::now();
-        let (table, _) = execute(client, &ledger.sql(RESERVED_LABELS), &[environment.into()]);
+        let (table, _) = execute(client, &ledger.sql(RESERVED_LABELS), &[options.environment_param()]);
         let labels = table.first().get::<Array<&str>>(1).read_value();
         let labels: Vec<&str> = labels.iter().flat_map(|a| a.iter().flatten()).collect();
         ownership = pairing::ownership(items, &labels);
@@ -318,7 +335,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
             items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
         );
         let started = Instant::now();
-        let bound = recover(client, &ledger, environment, candidates);
+        let bound = recover(client, &ledger, options, candidates);
         summary.recovered_reserved_operations = bound.len() as i64;
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), summary.recovered_reserved_operations);
         capacity.bound(bound);
@@ -328,7 +345,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     let started = Instant::now();
     // Read through a bitmap of the current-operations index, in heap order.
     let (table, _) =
-        planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[environment.into()]));
+        planned(client, THROUGH_PARTIAL_INDEX, |client| execute(client, &ledger.sql(OPERATIONS), &[options.environment_param()]));
     let table = table.first();
     let live = table.get::<Array<bool>>(7).read_value();
     let operations = pairing::Operations {
@@ -351,7 +368,7 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     // organization, so nothing further is written.
     if !summary.unmatched_provider_sandbox_ids.is_empty() {
         summary.status = Status::BlockedUnownedSandboxes;
-        owned_elsewhere(client, &ledger, items, &pairs.unmatched, &mut summary);
+        owned_elsewhere(client, &ledger, options, items, &pairs.unmatched, &mut summary);
         return summary;
     }
 
@@ -433,9 +450,16 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
 /// A run blocked by unowned sandboxes: which other environments' live
 /// operations own some of them (the likely mistake: the wrong environment),
 /// in the summary and as a NOTICE. Read only on this path.
-fn owned_elsewhere(client: &mut SpiClient, ledger: &Ledger, items: &[InventoryItem], unmatched: &[usize], summary: &mut Summary) {
+fn owned_elsewhere(
+    client: &mut SpiClient,
+    ledger: &Ledger,
+    options: &Options,
+    items: &[InventoryItem],
+    unmatched: &[usize],
+    summary: &mut Summary,
+) {
     let unowned = InventoryColumns::from_items(unmatched.iter().map(|&i| &items[i]));
-    let params = [unowned.sandbox_ids.into(), unowned.routing_domains.into(), summary.environment.as_str().into()];
+    let params = [unowned.sandbox_ids.into(), unowned.routing_domains.into(), options.environment_param()];
     let (table, _) = execute(client, &ledger.sql(UNOWNED_ELSEWHERE), &params);
     let table = table.first();
     let environments = table.get::<Vec<String>>(1).read_value().unwrap_or_default();
@@ -451,7 +475,7 @@ fn owned_elsewhere(client: &mut SpiClient, ledger: &Ledger, items: &[InventoryIt
 /// items). Returns the leases bound: one per recovered create (a create whose
 /// attempt row is missing is promoted but not bound nor counted, as in the
 /// application).
-fn recover(client: &mut SpiClient, ledger: &Ledger, environment: &str, candidates: InventoryColumns) -> Vec<String> {
+fn recover(client: &mut SpiClient, ledger: &Ledger, options: &Options, candidates: InventoryColumns) -> Vec<String> {
     if candidates.sandbox_ids.len() <= reach::RECOVER_IN_ONE_STATEMENT {
         let (table, _) = execute(
             client,
@@ -461,17 +485,17 @@ fn recover(client: &mut SpiClient, ledger: &Ledger, environment: &str, candidate
                 candidates.routing_domains.into(),
                 candidates.operation_keys.into(),
                 clock(),
-                environment.into(),
+                options.environment_param(),
             ],
         );
         return table.first().get::<Vec<String>>(2).read_value().unwrap_or_default();
     }
-    recover_in_steps(client, ledger, environment, candidates)
+    recover_in_steps(client, ledger, options, candidates)
 }
 
 /// The four steps of sql/queries/reconcile/recover_*.sql, each handed the rows the
 /// one before returned.
-fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, environment: &str, candidates: InventoryColumns) -> Vec<String> {
+fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, options: &Options, candidates: InventoryColumns) -> Vec<String> {
     /// A promoted operation, as step 1 returns it.
     struct Promoted {
         key: Option<String>,
@@ -494,7 +518,7 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, environment: &str, 
             candidates.routing_domains.into(),
             candidates.operation_keys.into(),
             clock(),
-            environment.into(),
+            options.environment_param(),
         ],
     );
     let mut promoted: Vec<Promoted> = table
@@ -601,7 +625,7 @@ fn find_absent<'conn>(
         // The older snapshots that must confirm the absence (none outside
         // reconcile_daytona_latest).
         listing.confirming.clone().into(),
-        options.environment.name.as_str().into(),
+        options.environment_param(),
     ];
     let (table, _) = execute(client, &ledger.sql(sql), &params);
     (table, elapsed_ms(started))

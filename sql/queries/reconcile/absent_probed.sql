@@ -26,7 +26,7 @@ WITH candidates AS MATERIALIZED (
         LIMIT 1
     ) AS operation
     WHERE operation.provider = 'daytona'
-      AND operation.environment = $6
+      AND operation.environment @environment_eq@ $6
       AND operation.state = 'live'
       AND (SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
            WHERE existing.provider = 'daytona'

@@ -20,7 +20,7 @@ WITH candidates AS MATERIALIZED (
            operation.routing_domain, operation.provider_created_at, operation.operation_key
     FROM (SELECT * FROM @ledger@.runtime_sandbox_operations WHERE operation_key = ANY ($1::text[])) AS operation
     WHERE operation.provider = 'daytona'
-      AND operation.environment = $6
+      AND operation.environment @environment_eq@ $6
       AND operation.state = 'live'
       AND (SELECT 1 FROM @ledger@.sandbox_cleanup_jobs_v2 AS existing
            WHERE existing.provider = 'daytona'

@@ -1,3 +1,4 @@
+-- @environment_eq@: `=`, or citext's own `=` when the operations' environment is citext.
 -- The live and deleting Daytona operations of the environment reconciled
 -- ($1: each statement is planned for its value, so the application's
 -- partial indexes of 'production' serve it as before), as a few columns:
@@ -14,5 +15,5 @@ SELECT string_agg(operation_key::text, ''), array_agg(octet_length(operation_key
        array_agg(state = 'live')
 FROM @ledger@.runtime_sandbox_operations
 WHERE provider = 'daytona'
-  AND environment = $1
+  AND environment @environment_eq@ $1
   AND state IN ('live', 'deleting')

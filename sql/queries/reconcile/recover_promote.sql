@@ -25,7 +25,7 @@ FROM (
         FROM @ledger@.runtime_sandbox_operations AS candidate
         WHERE candidate.provider_operation_token = item.label
           AND candidate.provider = 'daytona'
-          AND candidate.environment = $5 /* the environment reconciled */
+          AND candidate.environment @environment_eq@ $5 /* the environment reconciled */
           AND candidate.state = 'reserved'
           AND (SELECT lease.released_at IS NULL
                FROM @ledger@.runtime_sandbox_capacity_leases AS lease

@@ -22,7 +22,7 @@ WITH inventory AS (
     FROM inventory, @ledger@.runtime_sandbox_capacity_leases AS lease
     WHERE operation.provider_operation_token = inventory.operation_key
       AND operation.provider = 'daytona'
-      AND operation.environment = $5 /* the environment reconciled */
+      AND operation.environment @environment_eq@ $5 /* the environment reconciled */
       AND operation.state = 'reserved'
       AND lease.lease_id = operation.operation_key
       AND lease.released_at IS NULL

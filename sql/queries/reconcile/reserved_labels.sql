@@ -8,7 +8,7 @@
 SELECT coalesce(array_agg(operation.provider_operation_token::text), '{}')
 FROM @ledger@.runtime_sandbox_operations AS operation
 WHERE operation.provider = 'daytona'
-  AND operation.environment = $1
+  AND operation.environment @environment_eq@ $1
   AND operation.state = 'reserved'
   AND operation.provider_operation_token IS NOT NULL
   AND (SELECT lease.released_at IS NULL

@@ -12,7 +12,7 @@ FROM (
       ON operation.provider = 'daytona'
      AND operation.sandbox_id = item.sandbox_id
      AND operation.routing_domain IS NOT DISTINCT FROM item.routing_domain
-    WHERE operation.environment <> $3
+    WHERE NOT (operation.environment @environment_eq@ $3)
       AND operation.state IN ('live', 'deleting')
     GROUP BY operation.environment
 ) AS owners
