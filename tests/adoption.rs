@@ -380,6 +380,17 @@ fn a_citext_environment_compares_as_the_applications_literal_does() {
             assert_eq!(dry["status"], "blocked_unowned_sandboxes", "{dry}");
             assert_eq!(dry["unowned_in_other_environments"], serde_json::json!({"Production": 1}), "{dry}");
         }
+        // The overlap guard: on citext, an apply of 'PRODUCTION' holds off one of 'production'; on text they are two
+        // environments and run side by side.
+        let mut other = common::connect(&db);
+        let mut holding = other.transaction().unwrap();
+        holding
+            .batch_execute(&format!("SELECT runtime_sandbox.reconcile_daytona('[]', now(), false, ledger_schema => '{schema}', environment => 'PRODUCTION')"))
+            .unwrap();
+        let second = answer(&mut c, &format!("runtime_sandbox.reconcile_daytona('[]', now(), false, ledger_schema => '{schema}')"));
+        let want = if schema == "env_citext" { "skipped_concurrent" } else { "applied" };
+        assert_eq!(second["status"], want, "{schema}: {second}");
+        holding.rollback().unwrap();
     }
     drop(c);
     common::drop_database(&db);

@@ -295,7 +295,13 @@ pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
     let (guard, _) = execute(
         client,
         OVERLAP_GUARD,
-        &[options.ledger.name.as_str().into(), PROVIDER.into(), options.environment.name.as_str().into()],
+        &[
+            options.ledger.name.as_str().into(),
+            PROVIDER.into(),
+            options.environment.name.as_str().into(),
+            // A citext column makes 'Production' and 'production' one environment: one guard.
+            (options.environment_type != pg_sys::TEXTOID).into(),
+        ],
     );
     guard.first().get::<bool>(1).read_value().unwrap_or(false)
 }
