@@ -468,7 +468,7 @@ fn fault_reconcile_chaos_keeps_the_ledger_invariants() {
     // The backfill, beside everything, in small pages.
     let backfill = {
         let mut c = session(&db);
-        thread::spawn(move || c.batch_execute("CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 150, pause => '100 ms', ledger_schema => 'runtime_scheduler')"))
+        thread::spawn(move || c.batch_execute("CALL runtime_sandbox.run_sandbox_operation_backfill(batch_size => 50, pause => '100 ms', ledger_schema => 'runtime_scheduler')"))
     };
 
     let mut backfill_seen_pending = 0;
