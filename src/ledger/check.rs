@@ -72,6 +72,8 @@ pub struct ColumnFacts {
     /// The base type's typname (the column's own type unless a domain).
     pub base: String,
     pub base_oid: u32,
+    /// The base type's schema.
+    pub base_schema: String,
     pub domain_checks: bool,
     pub user_casts: bool,
     pub not_null: bool,
@@ -607,6 +609,16 @@ impl Facts {
     pub fn typed_org_id(&self) -> bool {
         self.column("runtime_sandbox_operations", "org_id").is_some_and(|c| !Ty::Text.accepts_base(&c.base))
     }
+
+    /// When the operations' `environment` is (a domain over) citext, the
+    /// application's literal `'production'` is citext there and matches
+    /// without regard to case: the statements then pass the environment as
+    /// citext (this oid) and compare with citext's own `=`, named with its
+    /// schema as the pinned `search_path` does not hold it. None: as text, `=`.
+    pub fn citext_environment(&self) -> Option<(u32, String)> {
+        let column = self.column("runtime_sandbox_operations", "environment").filter(|c| c.base == "citext")?;
+        Some((column.base_oid, format!("OPERATOR({}.=)", quote_ident(&column.base_schema))))
+    }
 }
 
 /// The base type of `runs.org_id`, which the backfill copies into the
@@ -759,6 +771,16 @@ pub(crate) mod tests {
         assert_eq!(rows(&facts), Vec::<String>::new());
         column(&mut facts, "runs", "org_id").base_oid = 25;
         assert_eq!(rows(&facts), vec!["error l.runtime_sandbox_operations.org_id: is uuid; the functions need text, varchar, citext or the type of runs.org_id"]);
+    }
+
+    #[test]
+    fn a_citext_environment_compares_with_citexts_own_operator() {
+        let mut facts = canonical();
+        assert_eq!(facts.citext_environment(), None);
+        let c = column(&mut facts, "runtime_sandbox_operations", "environment");
+        (c.base, c.base_oid, c.base_schema, c.type_name) = ("citext".into(), 16385, "Ext \"s\"".into(), "env".into());
+        assert_eq!(facts.citext_environment(), Some((16385, "OPERATOR(\"Ext \"\"s\"\"\".=)".to_string())));
+        assert_eq!(rows(&facts), Vec::<String>::new());
     }
 
     #[test]

@@ -177,24 +177,13 @@ impl Access {
     }
 
     /// How the environment argument is compared with the operations'
-    /// `environment`: the type to pass it as and the operator. A column of (a
-    /// domain over) citext compares as the application's literal
-    /// `'production'` does there, with citext's own `=` (case-insensitive; its
-    /// partial indexes' predicates match), named with its schema as the pinned
-    /// `search_path` does not hold it; any other column as text, with `=`.
+    /// `environment`: the type to pass it as and the operator
+    /// (Facts::citext_environment; text and `=` otherwise).
     pub fn operations_environment(&self) -> (pg_sys::Oid, String) {
-        let column = self.checked.facts.as_ref().and_then(|f| f.column("runtime_sandbox_operations", "environment"));
-        let Some(citext) = column.filter(|c| c.base == "citext").map(|c| pg_sys::Oid::from(c.base_oid)) else {
-            return (pg_sys::TEXTOID, "=".into());
-        };
-        let schema = crate::shell::spi::get_one_with_args::<String>(
-            "SELECT n.nspname::text FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1",
-            &[citext.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| pgrx::error!("runtime_sandbox: the type of the operations' environment column is gone"));
-        (citext, format!("OPERATOR({}.=)", check::quote_ident(&schema)))
+        match self.checked.facts.as_ref().and_then(Facts::citext_environment) {
+            Some((citext, operator)) => (pg_sys::Oid::from(citext), operator),
+            None => (pg_sys::TEXTOID, "=".into()),
+        }
     }
 
     /// Whether the ledger's `table` has `column` (as the gate's check read it).

@@ -67,6 +67,7 @@ SELECT pg_catalog.jsonb_build_object(
                     'type_kind', t.typtype,
                     'base', base.typname,
                     'base_oid', base.oid::bigint,
+                    'base_schema', base.nspname,
                     'domain_checks', EXISTS (SELECT 1 FROM pg_catalog.pg_constraint AS k
                                              WHERE k.contypid = a.atttypid),
                     'user_casts', EXISTS (SELECT 1 FROM pg_catalog.pg_cast AS cast_ JOIN user_function AS f
@@ -93,7 +94,9 @@ SELECT pg_catalog.jsonb_build_object(
                         FROM chain JOIN pg_catalog.pg_type AS d ON d.oid = chain.oid
                         WHERE d.typtype = 'd' AND chain.depth < 100
                     )
-                    SELECT b.oid, b.typname FROM chain JOIN pg_catalog.pg_type AS b ON b.oid = chain.oid
+                    SELECT b.oid, b.typname, n.nspname
+                    FROM chain JOIN pg_catalog.pg_type AS b ON b.oid = chain.oid
+                    JOIN pg_catalog.pg_namespace AS n ON n.oid = b.typnamespace
                     ORDER BY chain.depth DESC LIMIT 1
                 ) AS base
                 LEFT JOIN pg_catalog.pg_attrdef AS d
