@@ -14,3 +14,9 @@ pub mod types;
 
 pub use raise::{check, raise_arg, raise_with_hint, OrRaise, Raise};
 pub use spi::existing_schema;
+
+#[cfg(feature = "pg_test")]
+#[pgrx::pg_schema]
+pub(crate) mod tests {
+    include!("pg_tests.rs");
+}

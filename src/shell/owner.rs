@@ -60,11 +60,20 @@ impl Drop for Restore {
 }
 
 /// Run `work` as `owner`, in a security-restricted operation, with the
-/// owner's search path. When the caller is the owner there is nobody to
-/// protect: `work` runs as the caller (so the owner's deferred triggers fire
-/// at COMMIT, as they do for the application).
+/// owner's search path for its code and the owner's time zone throughout.
+/// When the caller is the owner there is nobody to protect: `work` runs as
+/// the caller (so the owner's deferred triggers fire at COMMIT, as they do
+/// for the application).
 pub fn as_owner<R>(owner: pg_sys::Oid, work: impl FnOnce() -> R) -> R {
-    let _path = OwnerPath::enter(search_path_for(owner_search_path(owner).as_deref()));
+    let settings = OwnerSettings::read(owner);
+    let _path = OwnerPath::enter(search_path_for(settings.search_path.as_deref()));
+    // The time zone for the whole call, statements included: `timestamp
+    // without time zone` columns hold the application's wall clock.
+    let _zone = settings.time_zone.as_deref().map(|zone| {
+        let level = GucLevel::push();
+        set_local("TimeZone", zone);
+        level
+    });
     if owner == current_user() {
         return work();
     }
@@ -88,27 +97,55 @@ pub fn as_owner<R>(owner: pg_sys::Oid, work: impl FnOnce() -> R) -> R {
     result
 }
 
+/// What a hooked call did to the search path (one per FHET_START, popped at
+/// FHET_END or FHET_ABORT).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Hooked {
+    /// The owner's path, in a GUC nest level of the hook's own (a function
+    /// without settings): popped at FHET_END.
+    Pushed(i32),
+    /// The owner's path, saved into the nest level PostgreSQL pushed for the
+    /// function's own other settings: PostgreSQL pops it before FHET_END.
+    Saved,
+    /// The function's own SET search_path: nothing done.
+    OwnPath,
+    /// Nothing done, and the path in effect is not the hook's business (not
+    /// the owner's code, or outside `as_owner`).
+    Untouched,
+    /// Nothing done: nested in a call whose path is set (by the hook or by a
+    /// SET clause), it keeps its caller's, as in PostgreSQL.
+    Nested,
+}
+
+impl Hooked {
+    /// Whether calls nested in this one keep the path in effect.
+    fn sets_path(self) -> bool {
+        !matches!(self, Hooked::Untouched)
+    }
+}
+
 thread_local! {
     /// The owner's search path while `as_owner` runs (None outside).
     static OWNER_PATH: std::cell::RefCell<Option<std::ffi::CString>> = const { std::cell::RefCell::new(None) };
-    /// Per hooked call (innermost last): the GUC nest level it pushed, if any.
-    static HOOKED: std::cell::RefCell<Vec<Option<i32>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Per hooked call since `as_owner` began (innermost last).
+    static HOOKED: std::cell::RefCell<Vec<Hooked>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The owner's path in effect for a call; the previous one comes back on
-/// drop (also when an error unwinds).
-struct OwnerPath(Option<std::ffi::CString>);
+/// The owner's path in effect for a call, with a stack of hooked calls of
+/// its own; the previous ones come back on drop (also when an error unwinds).
+struct OwnerPath(Option<std::ffi::CString>, Vec<Hooked>);
 
 impl OwnerPath {
     fn enter(path: String) -> Self {
         let path = std::ffi::CString::new(path).ok();
-        OwnerPath(OWNER_PATH.with(|p| p.replace(path)))
+        OwnerPath(OWNER_PATH.with(|p| p.replace(path)), HOOKED.with(|h| h.take()))
     }
 }
 
 impl Drop for OwnerPath {
     fn drop(&mut self) {
         OWNER_PATH.with(|p| *p.borrow_mut() = self.0.take());
+        HOOKED.with(|h| *h.borrow_mut() = std::mem::take(&mut self.1));
     }
 }
 
@@ -131,10 +168,83 @@ pub fn install_hooks() {
 const INTERNAL_LANGUAGE: u32 = 12;
 const C_LANGUAGE: u32 = 13;
 
+/// What the hook needs of a function's catalog row.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Function {
+    /// In pg_catalog, or internal or C: its code does not resolve names.
+    NotOwnersCode,
+    /// SQL or a procedural language without a SET clause.
+    Plain,
+    /// With a SET clause; whether it sets search_path.
+    Configured { search_path: bool },
+}
+
+/// The kind of function `fn_oid` is (NotOwnersCode when it is gone).
+fn function_kind(fn_oid: pg_sys::Oid) -> Function {
+    // SAFETY: a syscache lookup, released before returning; the proconfig
+    // array is copied out by from_datum.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, fn_oid.into());
+        if tuple.is_null() {
+            return Function::NotOwnersCode;
+        }
+        let proc = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tuple);
+        let mut isnull = false;
+        let datum = pg_sys::SysCacheGetAttr(
+            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            tuple,
+            pg_sys::Anum_pg_proc_proconfig as pg_sys::AttrNumber,
+            &mut isnull,
+        );
+        let config = <Vec<Option<String>> as pgrx::FromDatum>::from_datum(datum, isnull);
+        let owners_code = (*proc).pronamespace != pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE)
+            && !matches!((*proc).prolang.to_u32(), INTERNAL_LANGUAGE | C_LANGUAGE);
+        let kind = classify(owners_code, config.as_deref());
+        pg_sys::ReleaseSysCache(tuple);
+        kind
+    }
+}
+
+/// A function's kind from whether its code is the owner's (SQL or a
+/// procedural language, outside pg_catalog) and its proconfig entries
+/// (`name=value`; None without a SET clause). A SET search_path counts for
+/// any function, the extension's own C functions included.
+fn classify(owners_code: bool, config: Option<&[Option<String>]>) -> Function {
+    let sets_search_path = |entries: &[Option<String>]| {
+        entries.iter().flatten().any(|e| e.split('=').next().is_some_and(|name| name.trim().eq_ignore_ascii_case("search_path")))
+    };
+    match config {
+        Some(entries) if sets_search_path(entries) => Function::Configured { search_path: true },
+        _ if !owners_code => Function::NotOwnersCode,
+        Some(_) => Function::Configured { search_path: false },
+        None => Function::Plain,
+    }
+}
+
+/// What the hook does at a call's start: `enclosing_sets_path` when a call
+/// around it (since `as_owner` began) set the path or has its own.
+fn plan_call(owner_path: bool, enclosing_sets_path: bool, kind: Function) -> Plan {
+    match kind {
+        _ if !owner_path => Plan::Nothing(Hooked::Untouched),
+        Function::NotOwnersCode => Plan::Nothing(Hooked::Untouched),
+        Function::Configured { search_path: true } => Plan::Nothing(Hooked::OwnPath),
+        _ if enclosing_sets_path => Plan::Nothing(Hooked::Nested),
+        Function::Plain => Plan::PushOwnerPath,
+        Function::Configured { search_path: false } => Plan::SaveOwnerPath,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Plan {
+    Nothing(Hooked),
+    PushOwnerPath,
+    SaveOwnerPath,
+}
+
 /// Whether a call of `fn_oid` must pass through `owner_path_hook`: while
 /// `as_owner` runs, a function outside pg_catalog, in SQL or a procedural
-/// language, without settings of its own (proconfig: the extension's own
-/// functions pin their search_path that way).
+/// language, without settings of its own (PostgreSQL passes the others with
+/// a SET clause, and SECURITY DEFINER ones, through the hook anyway).
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn needs_owner_path(fn_oid: pg_sys::Oid) -> bool {
     if let Some(previous) = unsafe { PREVIOUS_NEEDS_FMGR_HOOK } {
@@ -142,27 +252,17 @@ unsafe extern "C-unwind" fn needs_owner_path(fn_oid: pg_sys::Oid) -> bool {
             return true;
         }
     }
-    if OWNER_PATH.with(|p| p.borrow().is_none()) {
-        return false;
-    }
-    unsafe {
-        let tuple = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, fn_oid.into());
-        if tuple.is_null() {
-            return false;
-        }
-        let proc = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tuple);
-        let owners = (*proc).pronamespace != pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE)
-            && !matches!((*proc).prolang.to_u32(), INTERNAL_LANGUAGE | C_LANGUAGE)
-            && pg_sys::heap_attisnull(tuple, pg_sys::Anum_pg_proc_proconfig as i32, std::ptr::null_mut());
-        pg_sys::ReleaseSysCache(tuple);
-        owners
-    }
+    OWNER_PATH.with(|p| p.borrow().is_some()) && function_kind(fn_oid) == Function::Plain
 }
 
-/// Around a hooked call: the owner's search_path for its duration (a GUC
-/// nest level of its own, as a function's own SET clause gets), when
-/// `as_owner` runs; nothing otherwise (a call prepared during `as_owner`
-/// and run later runs as it would have).
+/// Around a call PostgreSQL routes through its security-definer path (the
+/// ones `needs_owner_path` chose, and every function with SECURITY DEFINER
+/// or a SET clause): while `as_owner` runs, the outermost call of the
+/// owner's code gets the owner's search path, unless its own SET clause sets
+/// one; nested calls keep their caller's. PostgreSQL applies a function's
+/// own settings before FHET_START and pops them before FHET_END, so the
+/// owner's path goes into that level for such a function, and into a level
+/// of the hook's own for a function without settings.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn owner_path_hook(event: pg_sys::FmgrHookEventType::Type, flinfo: *mut pg_sys::FmgrInfo, arg: *mut pg_sys::Datum) {
     if let Some(previous) = unsafe { PREVIOUS_FMGR_HOOK } {
@@ -171,16 +271,29 @@ unsafe extern "C-unwind" fn owner_path_hook(event: pg_sys::FmgrHookEventType::Ty
     match event {
         pg_sys::FmgrHookEventType::FHET_START => {
             let path = OWNER_PATH.with(|p| p.borrow().clone());
-            let level = path.map(|path| {
-                // SAFETY: pushes a GUC nest level, popped at FHET_END (or by the error's abort).
-                let level = unsafe { pg_sys::NewGUCNestLevel() };
-                set(c"search_path", &path, pg_sys::GucAction::GUC_ACTION_SAVE);
-                level
-            });
-            HOOKED.with(|h| h.borrow_mut().push(level));
+            let enclosing = HOOKED.with(|h| h.borrow().iter().any(|c| c.sets_path()));
+            let kind = match path {
+                Some(_) if !enclosing => function_kind(unsafe { (*flinfo).fn_oid }),
+                _ => Function::Plain,
+            };
+            let hooked = match (plan_call(path.is_some(), enclosing, kind), path) {
+                (Plan::PushOwnerPath, Some(path)) => {
+                    // SAFETY: pushes a GUC nest level, popped at FHET_END (or by the error's abort).
+                    let level = unsafe { pg_sys::NewGUCNestLevel() };
+                    set(c"search_path", &path, pg_sys::GucAction::GUC_ACTION_SAVE);
+                    Hooked::Pushed(level)
+                }
+                (Plan::SaveOwnerPath, Some(path)) => {
+                    set(c"search_path", &path, pg_sys::GucAction::GUC_ACTION_SAVE);
+                    Hooked::Saved
+                }
+                (Plan::Nothing(hooked), _) => hooked,
+                (_, None) => Hooked::Untouched,
+            };
+            HOOKED.with(|h| h.borrow_mut().push(hooked));
         }
         pg_sys::FmgrHookEventType::FHET_END => {
-            if let Some(Some(level)) = HOOKED.with(|h| h.borrow_mut().pop()) {
+            if let Some(Hooked::Pushed(level)) = HOOKED.with(|h| h.borrow_mut().pop()) {
                 // As after a function's own SET clause: the saved value comes
                 // back; what the function SET LOCAL otherwise stays.
                 unsafe { pg_sys::AtEOXact_GUC(true, level) };
@@ -208,17 +321,59 @@ pub fn search_path_for(owner_setting: Option<&str>) -> String {
 /// The server's built-in search_path.
 const DEFAULT_SEARCH_PATH: &str = "\"$user\", public";
 
-/// The owner's search_path setting in this database, by PostgreSQL's own
-/// precedence: role in database, role, database, every role.
-fn owner_search_path(owner: pg_sys::Oid) -> Option<String> {
-    pgrx::Spi::connect(|client| {
-        let rows = client.select(include_str!("../../sql/queries/shell/owner_search_path.sql"), Some(1), &[owner.into()])?;
-        match rows.into_iter().next() {
-            Some(row) => row.get::<String>(1),
-            None => Ok(None),
+/// The owner's settings the application's sessions start with in this
+/// database, by PostgreSQL's own precedence: role in database, role,
+/// database, every role.
+struct OwnerSettings {
+    /// None: the server's default applies.
+    search_path: Option<String>,
+    /// None: the caller's session's applies (no setting anywhere, or the
+    /// server's files are not the caller's to read).
+    time_zone: Option<String>,
+}
+
+impl OwnerSettings {
+    fn read(owner: pg_sys::Oid) -> Self {
+        pgrx::Spi::connect(|client| {
+            let mut settings = OwnerSettings { search_path: None, time_zone: None };
+            for row in client.select(include_str!("../../sql/queries/shell/owner_settings.sql"), None, &[owner.into()])? {
+                let (name, value) = (row.get::<String>(1)?, row.get::<String>(2)?);
+                match name.as_deref() {
+                    Some("search_path") if settings.search_path.is_none() => settings.search_path = value,
+                    Some("timezone") if settings.time_zone.is_none() => settings.time_zone = value,
+                    _ => {}
+                }
+            }
+            // Without a role or database setting the server's own applies (its
+            // files: readable by a superuser or whom it granted them).
+            if settings.time_zone.is_none() && server_files_readable() {
+                settings.time_zone = client
+                    .select(include_str!("../../sql/queries/shell/server_time_zone.sql"), Some(1), &[])?
+                    .into_iter()
+                    .next()
+                    .map(|row| row.get::<String>(1))
+                    .transpose()?
+                    .flatten();
+            }
+            Ok::<_, pgrx::spi::SpiError>(settings)
+        })
+        .unwrap_or_else(|e| pgrx::error!("runtime_sandbox: reading the owner's settings: {e}"))
+    }
+}
+
+/// Whether the current user may call pg_show_all_file_settings().
+fn server_files_readable() -> bool {
+    unsafe {
+        if pg_sys::superuser() {
+            return true;
         }
-    })
-    .unwrap_or_else(|e: pgrx::spi::SpiError| pgrx::error!("runtime_sandbox: reading the owner's search_path: {e}"))
+    }
+    pgrx::Spi::get_one::<bool>(
+        "SELECT pg_catalog.has_function_privilege('pg_catalog.pg_show_all_file_settings()', 'EXECUTE')",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
 }
 
 /// The constraints to defer again after a call that made every deferrable
@@ -303,19 +458,39 @@ pub fn role_name(role: pg_sys::Oid) -> String {
 /// Run `work` with the setting `name` = `value` for its duration only (a GUC
 /// nest level of its own, rolled back on the way out).
 pub fn with_setting<R>(name: &str, value: &str, work: impl FnOnce() -> R) -> R {
-    struct Level(i32);
-    impl Drop for Level {
-        fn drop(&mut self) {
-            // SAFETY: pops the level pushed below, restoring the previous value.
-            unsafe { pg_sys::AtEOXact_GUC(false, self.0) };
-        }
-    }
-    // SAFETY: pushes a GUC nest level.
-    let level = Level(unsafe { pg_sys::NewGUCNestLevel() });
+    let level = GucLevel::push();
     set_local(name, value);
     let result = work();
     drop(level);
     result
+}
+
+/// A GUC nest level of its own; popped, with what was set in it, on drop
+/// (also when an error unwinds).
+struct GucLevel(i32);
+
+impl GucLevel {
+    fn push() -> Self {
+        // SAFETY: pushes a GUC nest level, popped on drop.
+        GucLevel(unsafe { pg_sys::NewGUCNestLevel() })
+    }
+}
+
+impl Drop for GucLevel {
+    fn drop(&mut self) {
+        // SAFETY: pops the level pushed above, restoring the previous values.
+        unsafe { pg_sys::AtEOXact_GUC(false, self.0) };
+    }
+}
+
+/// The current GUC nest level (for tests: the hook leaves it as it found it).
+pub fn guc_nest_level() -> i32 {
+    // SAFETY: pushes a level and pops it at once; nothing is set in it.
+    unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::AtEOXact_GUC(false, level);
+        level - 1
+    }
 }
 
 /// Set `name` = `value` in the current GUC nest level, directly, as
@@ -350,7 +525,42 @@ fn set(name: &std::ffi::CStr, value: &std::ffi::CStr, action: pg_sys::GucAction:
 
 #[cfg(test)]
 mod tests {
-    use super::search_path_for;
+    use super::{classify, plan_call, search_path_for, Function, Hooked, Plan};
+
+    fn config(entries: &[&str]) -> Vec<Option<String>> {
+        entries.iter().map(|e| Some(e.to_string())).collect()
+    }
+
+    #[test]
+    fn a_set_search_path_is_the_functions_own_whatever_its_language() {
+        assert_eq!(classify(true, None), Function::Plain);
+        assert_eq!(classify(false, None), Function::NotOwnersCode);
+        assert_eq!(classify(true, Some(&config(&["search_path=app_audit, pg_temp"]))), Function::Configured { search_path: true });
+        assert_eq!(classify(false, Some(&config(&["search_path=pg_catalog, pg_temp"]))), Function::Configured { search_path: true });
+        assert_eq!(classify(true, Some(&config(&["work_mem=64MB", "Search_Path=x"]))), Function::Configured { search_path: true });
+        assert_eq!(classify(true, Some(&config(&["work_mem=64MB"]))), Function::Configured { search_path: false });
+        assert_eq!(classify(false, Some(&config(&["work_mem=64MB"]))), Function::NotOwnersCode);
+        assert_eq!(classify(true, Some(&config(&["search_path_x=1"]))), Function::Configured { search_path: false });
+    }
+
+    #[test]
+    fn only_the_outermost_call_of_the_owners_code_gets_the_owners_path() {
+        // Outside as_owner nothing is done, whatever the function.
+        for kind in [Function::Plain, Function::NotOwnersCode, Function::Configured { search_path: false }] {
+            assert_eq!(plan_call(false, false, kind), Plan::Nothing(Hooked::Untouched));
+        }
+        assert_eq!(plan_call(true, false, Function::Plain), Plan::PushOwnerPath);
+        assert_eq!(plan_call(true, false, Function::Configured { search_path: false }), Plan::SaveOwnerPath);
+        assert_eq!(plan_call(true, false, Function::Configured { search_path: true }), Plan::Nothing(Hooked::OwnPath));
+        assert_eq!(plan_call(true, false, Function::NotOwnersCode), Plan::Nothing(Hooked::Untouched));
+        // Nested in a call whose path is set: kept.
+        assert_eq!(plan_call(true, true, Function::Plain), Plan::Nothing(Hooked::Nested));
+        assert_eq!(plan_call(true, true, Function::Configured { search_path: false }), Plan::Nothing(Hooked::Nested));
+        assert_eq!(plan_call(true, true, Function::Configured { search_path: true }), Plan::Nothing(Hooked::OwnPath));
+        // Calls around which only code that resolves no names ran do not count as setting it.
+        assert!(!Hooked::Untouched.sets_path());
+        assert!(Hooked::OwnPath.sets_path() && Hooked::Nested.sets_path() && Hooked::Saved.sets_path() && Hooked::Pushed(3).sets_path());
+    }
 
     #[test]
     fn the_owners_schemas_sit_between_pg_catalog_and_pg_temp() {
