@@ -40,6 +40,15 @@ fn plant_spy(db: &mut Client) {
          END $$;
          CREATE TRIGGER spy AFTER INSERT OR UPDATE ON {LEDGER}.runtime_sandbox_operations
              FOR EACH STATEMENT EXECUTE FUNCTION {LEDGER}.spy();
+         -- A trigger with a search_path of its own, naming its table without a schema; a table of the same
+         -- name sits in public, on the owner's own path.
+         CREATE TABLE {LEDGER}_audit.audit_trail (tab text);
+         CREATE FUNCTION {LEDGER}.audit() RETURNS trigger LANGUAGE plpgsql SET search_path = {LEDGER}_audit, pg_temp AS $$
+         BEGIN INSERT INTO audit_trail VALUES (TG_TABLE_NAME); RETURN NULL; END $$;
+         CREATE TRIGGER audit AFTER INSERT OR UPDATE ON {LEDGER}.runtime_sandbox_operations
+             FOR EACH ROW EXECUTE FUNCTION {LEDGER}.audit();
+         CREATE TRIGGER audit AFTER INSERT OR UPDATE ON {LEDGER}.runtime_sandbox_capacity_leases
+             FOR EACH ROW EXECUTE FUNCTION {LEDGER}.audit();
          RESET ROLE;"
     ))
     .unwrap();
@@ -53,12 +62,17 @@ fn setup(db: &mut Client) {
              OR jobname LIKE '%:it_cron_app.%';
          DELETE FROM cron.job_run_details;
          DROP SCHEMA IF EXISTS {LEDGER} CASCADE;
+         DROP SCHEMA IF EXISTS {LEDGER}_audit CASCADE;
+         DROP TABLE IF EXISTS public.audit_trail;
          DROP SCHEMA IF EXISTS {BACKFILL_LEDGER} CASCADE;
          -- An earlier run's build may have left an older catalog here.
          DROP EXTENSION IF EXISTS runtime_sandbox CASCADE;
          CREATE EXTENSION runtime_sandbox;
          DO $$ BEGIN CREATE ROLE {OWNER}; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
          CREATE SCHEMA {LEDGER} AUTHORIZATION {OWNER};
+         CREATE SCHEMA {LEDGER}_audit AUTHORIZATION {OWNER};
+         CREATE TABLE public.audit_trail (tab text);
+         GRANT ALL ON public.audit_trail TO PUBLIC;
          SELECT runtime_sandbox.install_ledger('{LEDGER}');
          SELECT runtime_sandbox.install_ledger('{BACKFILL_LEDGER}');"
     ))
@@ -70,6 +84,8 @@ fn teardown(db: &mut Client) {
         "SET client_min_messages = warning;
          SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}';
          DROP SCHEMA IF EXISTS {LEDGER} CASCADE;
+         DROP SCHEMA IF EXISTS {LEDGER}_audit CASCADE;
+         DROP TABLE IF EXISTS public.audit_trail;
          DROP SCHEMA IF EXISTS {BACKFILL_LEDGER} CASCADE;
          DROP EXTENSION IF EXISTS runtime_sandbox CASCADE;"
     ))
@@ -178,6 +194,11 @@ fn reconcile_cron_jobs_reconcile_the_latest_snapshot_and_a_tick_meeting_a_long_r
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(ran_as, [(OWNER.to_string(), "off".to_string())]);
+    // ... and the trigger with its own search_path wrote to its own schema's table, never to public's.
+    let audited: Vec<String> =
+        db.query(&format!("SELECT DISTINCT tab FROM {LEDGER}_audit.audit_trail ORDER BY 1"), &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(audited, ["runtime_sandbox_capacity_leases", "runtime_sandbox_operations"]);
+    assert_eq!(common::count(&mut db, "SELECT count(*) FROM public.audit_trail"), 0);
 
     // A long run (an apply held open here) meets the next tick: the tick skips.
     let mut long = common::connect("postgres");
