@@ -38,6 +38,16 @@ const fn refused(name: &'static str, broken: &'static str, after: &'static str) 
     Shape { name, before: "", after, broken }
 }
 
+/// The two indexes of 'production' operations, made again over an environment column of another type.
+macro_rules! production_indexes {
+    () => {
+        "CREATE INDEX runtime_sandbox_operations_current_idx ON @s@.runtime_sandbox_operations (sandbox_id)
+             WHERE provider = 'daytona' AND environment = 'production' AND state IN ('live', 'deleting');
+         CREATE INDEX runtime_sandbox_operations_reserved_idx ON @s@.runtime_sandbox_operations (provider_operation_token)
+             WHERE provider = 'daytona' AND environment = 'production' AND state = 'reserved'"
+    };
+}
+
 const SHAPES: &[Shape] = &[
     ok("canonical", ""),
     ok("operations_sandbox_varchar", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE varchar(64)"),
@@ -138,6 +148,26 @@ const SHAPES: &[Shape] = &[
     refused("sandbox_id_uuid", "sandbox_cleanup_jobs_v2", "DROP INDEX @s@.sandbox_cleanup_jobs_v2_terminal_idx;
         ALTER TABLE @s@.sandbox_cleanup_jobs_v2 ALTER COLUMN sandbox_id TYPE uuid USING gen_random_uuid()"),
     refused("sandbox_id_char", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN sandbox_id TYPE char(36)"),
+    // The application's statements fail on these only in its backfill's insert (an enum environment: text into
+    // an enum, 42804; identity keys per environment: ON CONFLICT matches no partial index, 42P10).
+    refused("environment_enum", "runtime_sandbox_operations", concat!("CREATE TYPE @s@.runtime_environment AS ENUM ('production', 'staging');
+        DROP INDEX @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN environment DROP DEFAULT,
+            ALTER COLUMN environment TYPE @s@.runtime_environment USING environment::text::@s@.runtime_environment,
+            ALTER COLUMN environment SET DEFAULT 'production';
+        ", production_indexes!())),
+    // PostgreSQL has no = for a domain over an enum: the application's environment = 'production' fails there (42883).
+    refused("environment_domain_over_enum", "runtime_sandbox_operations", concat!("CREATE TYPE @s@.runtime_environment AS ENUM ('staging', 'production');
+        CREATE DOMAIN @s@.environment_name AS @s@.runtime_environment NOT NULL;
+        DROP INDEX @s@.runtime_sandbox_operations_current_idx, @s@.runtime_sandbox_operations_reserved_idx;
+        ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN environment DROP DEFAULT,
+            ALTER COLUMN environment TYPE @s@.environment_name USING environment::text::@s@.runtime_environment")),
+    refused("identity_key_per_environment", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations
+            DROP CONSTRAINT runtime_sandbox_operations_identity_key;
+        CREATE UNIQUE INDEX operations_identity_production ON @s@.runtime_sandbox_operations (provider, sandbox_id, routing_domain_key)
+            WHERE environment = 'production';
+        CREATE UNIQUE INDEX operations_identity_other ON @s@.runtime_sandbox_operations (provider, sandbox_id, routing_domain_key)
+            WHERE environment <> 'production'"),
     refused("attempt_numeric", "runtime_sandbox_operations", "ALTER TABLE @s@.runtime_sandbox_operations ALTER COLUMN attempt TYPE numeric"),
     ok("control_value_text", "ALTER TABLE @s@.control ALTER COLUMN value TYPE text"),
     ok("control_value_varchar", "ALTER TABLE @s@.control ALTER COLUMN value TYPE varchar(1000)"),
@@ -160,8 +190,17 @@ const SHAPES: &[Shape] = &[
 ];
 
 /// Shapes whose problem only writing statements have: the calls that only read run.
-const WRITES_ONLY: &[&str] =
-    &["extra_not_null_without_default", "events_not_null_without_default", "routing_domain_not_null", "rule_on_cleanups"];
+const WRITES_ONLY: &[&str] = &[
+    "extra_not_null_without_default",
+    "events_not_null_without_default",
+    "routing_domain_not_null",
+    "rule_on_cleanups",
+    "environment_enum",
+    "identity_key_per_environment",
+];
+
+/// Shapes whose problem only the backfill's insert has: `breaks` names exactly the backfill's writing calls.
+const BACKFILL_INSERT_ONLY: &[&str] = &["environment_enum", "identity_key_per_environment"];
 
 /// A fresh ledger of the shape in `schema`, seeded.
 fn build(c: &mut Client, schema: &str, shape: &Shape) {
@@ -185,6 +224,10 @@ fn function_of(call: &str) -> Option<String> {
         "reconcile_daytona" => Some("reconcile_daytona (apply)".into()),
         "reconcile_daytona_latest" if call.contains("reconcile_daytona_latest(false") => Some("reconcile_daytona_latest (apply)".into()),
         "reconcile_daytona_latest" => Some("reconcile_daytona_latest (dry run)".into()),
+        "advance_sandbox_operation_backfill" if call.contains("advance_sandbox_operation_backfill(true") => {
+            Some("advance_sandbox_operation_backfill (dry run)".into())
+        }
+        "advance_sandbox_operation_backfill" => Some("advance_sandbox_operation_backfill (apply)".into()),
         _ => Some(name),
     }
 }
@@ -268,9 +311,27 @@ fn every_function_works_on_supported_shapes_and_refuses_the_others_cleanly() {
             let is_named = |call: &str| function_of(call).is_some_and(|f| named.contains(&f));
             // A NOT NULL nobody fills, NULL written into a NOT NULL column, a rule: only writing statements fail.
             if WRITES_ONLY.contains(&shape.name) {
-                let reading = ["reconcile_daytona (dry run)", "reconcile_daytona_latest (dry run)", "preview_sandbox_operation_backfill", "backfill_status"];
+                let reading = [
+                    "reconcile_daytona (dry run)",
+                    "reconcile_daytona_latest (dry run)",
+                    "preview_sandbox_operation_backfill",
+                    "advance_sandbox_operation_backfill (dry run)",
+                    "backfill_status",
+                ];
                 if reading.iter().any(|f| named.contains(*f)) || !named.iter().any(|f| f.contains("(apply)")) {
                     failures.push(format!("{}: breaks {named:?}: the writes and only they should be refused", shape.name));
+                }
+            }
+            if BACKFILL_INSERT_ONLY.contains(&shape.name) {
+                let writers = [
+                    "backfill_sandbox_operations",
+                    "advance_sandbox_operation_backfill (apply)",
+                    "run_sandbox_operation_backfill",
+                    "complete_sandbox_operation_backfill",
+                    "schedule_sandbox_operation_backfill",
+                ];
+                if named.iter().map(String::as_str).ne(writers.iter().copied().collect::<std::collections::BTreeSet<_>>()) {
+                    failures.push(format!("{}: breaks {named:?}: exactly the backfill's writing calls should be refused", shape.name));
                 }
             }
             if !CALLS.iter().any(|(call, _)| is_named(call)) {

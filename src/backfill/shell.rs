@@ -822,7 +822,9 @@ fn advance_sandbox_operation_backfill(
 ) -> pgrx::composite_type!('static, "runtime_sandbox.backfill_progress") {
     let dry_run = required("dry_run", dry_run);
     let limit = page_limit(batch_size);
-    let (ledger, access) = ledger(ledger_schema, false);
+    // A dry run only reads: a problem only writing statements have (a missing
+    // ON CONFLICT key, a NOT NULL the inserts leave empty) does not refuse it.
+    let (ledger, access) = ledger(ledger_schema, dry_run);
     if !dry_run {
         crate::shell::standby::refuse_writes("advance_sandbox_operation_backfill");
     }

@@ -74,6 +74,9 @@ pub struct ColumnFacts {
     pub base_oid: u32,
     /// The base type's schema.
     pub base_schema: String,
+    /// The base type's pg_type.typtype (e: an enum, or a domain over one).
+    #[serde(default)]
+    pub base_kind: String,
     pub domain_checks: bool,
     pub user_casts: bool,
     pub not_null: bool,
@@ -126,6 +129,10 @@ impl Severity {
 const NULL_WRITTEN: &str = "NOT NULL, but the functions write NULL into it";
 const NOT_SET_BY_INSERTS: &str = ": the functions' inserts do not set it";
 const MISSING_UNIQUE_KEY: &str = "missing unique key";
+/// The words that mark the problems only the backfill's insert has (the
+/// reconciliations and every dry run work): requirements::backfill_writers.
+const BACKFILL_INSERT_ONLY: &str = "only the backfill's insert fails on it";
+
 const RULE_ON_WRITTEN_TABLE: &str = "PostgreSQL refuses INSERT ... ON CONFLICT and data-modifying WITH on a table with rules";
 
 /// One row of check_ledger.
@@ -145,11 +152,23 @@ impl Problem {
     /// The functions this problem refuses (check_ledger's `breaks`): an
     /// error's, those that work on its table; a warning or notice breaks none.
     pub fn breaks(&self) -> Vec<&'static str> {
-        if self.severity == Severity::Error {
-            super::requirements::breaks(self.table, self.writes_only())
-        } else {
+        if self.severity != Severity::Error {
             Vec::new()
+        } else if self.backfill_only() {
+            requirements::backfill_writers()
+        } else {
+            requirements::breaks(self.table, self.writes_only())
         }
+    }
+
+    /// Whether only the backfill's insert fails on it: a missing key of
+    /// requirements::BACKFILL_KEYS, or a problem that says so.
+    fn backfill_only(&self) -> bool {
+        self.problem.contains(BACKFILL_INSERT_ONLY)
+            || (self.problem == MISSING_UNIQUE_KEY
+                && requirements::BACKFILL_KEYS
+                    .iter()
+                    .any(|(t, key)| self.table == Some(*t) && self.object.ends_with(&format!(" ({})", key.join(", ")))))
     }
 
     /// Whether a function working on `tables` (only reading them when
@@ -158,13 +177,15 @@ impl Problem {
         self.severity == Severity::Error
             && self.table.is_none_or(|t| tables.contains(&t))
             && !(reading && self.writes_only())
+            // The backfill alone works on control (requirements::backfill_writers).
+            && !(self.backfill_only() && !tables.contains(&"control"))
     }
 
     /// Whether only the statements that write the table fail on it: a NOT
     /// NULL column an insert leaves empty or a write fills with NULL, a
     /// missing ON CONFLICT key, a rule (made here, below).
     pub fn writes_only(&self) -> bool {
-        [NULL_WRITTEN, NOT_SET_BY_INSERTS, MISSING_UNIQUE_KEY, RULE_ON_WRITTEN_TABLE]
+        [NULL_WRITTEN, NOT_SET_BY_INSERTS, MISSING_UNIQUE_KEY, RULE_ON_WRITTEN_TABLE, BACKFILL_INSERT_ONLY]
             .iter()
             .any(|marker| self.problem.contains(marker))
     }
@@ -346,6 +367,33 @@ fn check_table(
             fix: Some(fix),
             severity: Severity::Error,
         };
+        // An enum environment of the operations: the reconciliations compare it
+        // as the application's literal does there; the backfill's insert writes
+        // text into it, which PostgreSQL refuses (42804) as it refuses the
+        // application's own.
+        if name == "runtime_sandbox_operations" && spec.name == "environment" && found.base_kind == "e" {
+            let fix = format!("ALTER TABLE {quoted}.{name} ALTER COLUMN environment TYPE text USING environment::text;");
+            if found.type_kind == "d" {
+                out.push(column(
+                    format!(
+                        "is {}, a domain over an enum: PostgreSQL has no = for it, so the application's \
+                         environment = 'production' fails there (42883), as the functions' comparisons would",
+                        found.type_name
+                    ),
+                    fix,
+                ));
+                continue;
+            }
+            out.push(column(
+                format!(
+                    "an enum, {}: the backfill inserts text into it, which PostgreSQL refuses (42804) as for the \
+                     application's insert; {BACKFILL_INSERT_ONLY}",
+                    found.type_name
+                ),
+                fix,
+            ));
+            continue;
+        }
         let type_ok = match spec.ty {
             Ty::State => Some(found.type_oid) == state_oid || Ty::Text.accepts_base(&found.base),
             Ty::OrgId => Ty::Text.accepts_base(&found.base) || runs_org_id_base(facts) == Some(found.base_oid),
@@ -618,6 +666,15 @@ impl Facts {
     pub fn citext_environment(&self) -> Option<(u32, String)> {
         let column = self.column("runtime_sandbox_operations", "environment").filter(|c| c.base == "citext")?;
         Some((column.base_oid, format!("OPERATOR({}.=)", quote_ident(&column.base_schema))))
+    }
+
+    /// When the operations' `environment` is (a domain over) an enum, the
+    /// application's literal `'production'` is that enum's value there: the
+    /// statements then pass the environment as the enum's value (its oid and
+    /// qualified name here) and compare with the enum's own `=`.
+    pub fn enum_environment(&self) -> Option<(u32, String)> {
+        let column = self.column("runtime_sandbox_operations", "environment").filter(|c| c.base_kind == "e")?;
+        Some((column.base_oid, format!("{}.{}", quote_ident(&column.base_schema), quote_ident(&column.base))))
     }
 }
 
@@ -940,5 +997,33 @@ pub(crate) mod tests {
         assert!(found.contains(&"error l.runtime_sandbox_operations (operation_key): missing unique key".to_string()), "{found:?}");
         assert!(!found.iter().any(|p| p.contains("(provider, sandbox_id, routing_domain_key)")), "{found:?}");
         assert!(found.contains(&"warning l.runtime_sandbox_operations (provider, provider_created_at, operation_key): missing index".to_string()), "{found:?}");
+    }
+
+    #[test]
+    fn identity_keys_split_per_environment_refuse_only_the_backfills_writes() {
+        let mut facts = canonical();
+        let ops = facts.relations.iter_mut().find(|r| r.name == "runtime_sandbox_operations").unwrap();
+        for index in ops.indexes.as_mut().unwrap().iter_mut().filter(|i| i.columns.len() == 3 && i.unique) {
+            index.partial = true;
+        }
+        let problems = check("l", "\"l\"", Some(&facts));
+        let errors: Vec<&Problem> = problems.iter().filter(|p| p.severity == Severity::Error).collect();
+        assert_eq!(errors.len(), 1, "{problems:?}");
+        let key = errors[0];
+        assert_eq!(key.object, "l.runtime_sandbox_operations (provider, sandbox_id, routing_domain_key)");
+        assert!(key.writes_only());
+        assert_eq!(key.breaks(), requirements::backfill_writers());
+        assert!(!key.blocks(requirements::uses::RECONCILE_APPLY, false));
+        assert!(!key.blocks(requirements::uses::LATEST_APPLY, false));
+        assert!(!key.blocks(requirements::uses::BACKFILL, true));
+        assert!(key.blocks(requirements::uses::BACKFILL, false));
+        // The cleanup jobs' identity key is the reconcile's own ON CONFLICT target: every write needs it.
+        let mut facts = canonical();
+        let jobs = facts.relations.iter_mut().find(|r| r.name == "sandbox_cleanup_jobs_v2").unwrap();
+        jobs.indexes.as_mut().unwrap().retain(|i| i.columns.len() != 3);
+        let problems = check("l", "\"l\"", Some(&facts));
+        let key = problems.iter().find(|p| p.severity == Severity::Error).unwrap();
+        assert!(key.blocks(requirements::uses::RECONCILE_APPLY, false));
+        assert!(key.breaks().contains(&"reconcile_daytona (apply)"));
     }
 }

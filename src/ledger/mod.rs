@@ -9,7 +9,7 @@ pub mod install;
 pub mod requirements;
 mod shell;
 
-pub(crate) use shell::{in_citus, require, require_to_read, require_with, typed_org_id, Access};
+pub(crate) use shell::{in_citus, require, require_to_read, require_with, typed_org_id, Access, EnvironmentColumn};
 
 use pgrx::prelude::*;
 

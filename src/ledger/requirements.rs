@@ -297,6 +297,23 @@ pub const UNIQUE_KEYS: &[(&str, &[&str])] = &[
     ("provider_inventory_items", &["snapshot_id", "item_index"]),
 ];
 
+/// The unique keys only the backfill's insert needs (its ON CONFLICT target):
+/// no reconcile statement (the application's or the extension's) relies on
+/// them, so a ledger without one — identity keys split per environment into
+/// partial unique indexes — refuses only the backfill's writing calls, as the
+/// application's own backfill insert fails there (42P10).
+pub const BACKFILL_KEYS: &[(&str, &[&str])] = &[("runtime_sandbox_operations", &["provider", "sandbox_id", "routing_domain_key"])];
+
+/// The functions that run the backfill's insert: those working on `control`
+/// (the backfill alone keeps its checkpoint there) that are not READING.
+pub fn backfill_writers() -> Vec<&'static str> {
+    FUNCTIONS
+        .iter()
+        .filter(|(f, tables)| tables.contains(&"control") && !READING.contains(f))
+        .map(|&(f, _)| f)
+        .collect()
+}
+
 /// Indexes whose leading columns are these, in this order (correct without
 /// them, but slow).
 pub const INDEXES: &[(&str, &[&str])] = &[
@@ -370,7 +387,8 @@ pub const FUNCTIONS: &[(&str, &[&str])] = &[
     ("schedule_reconciliation", uses::LATEST_APPLY),
     ("preview_sandbox_operation_backfill", uses::BACKFILL),
     ("backfill_sandbox_operations", uses::BACKFILL),
-    ("advance_sandbox_operation_backfill", uses::BACKFILL),
+    ("advance_sandbox_operation_backfill (dry run)", uses::BACKFILL),
+    ("advance_sandbox_operation_backfill (apply)", uses::BACKFILL),
     ("backfill_status", uses::BACKFILL),
     ("run_sandbox_operation_backfill", uses::BACKFILL),
     ("complete_sandbox_operation_backfill", uses::BACKFILL),
@@ -383,11 +401,13 @@ pub const READING: &[&str] = &[
     "reconcile_daytona (dry run)",
     "reconcile_daytona_latest (dry run)",
     "preview_sandbox_operation_backfill",
+    "advance_sandbox_operation_backfill (dry run)",
     "backfill_status",
 ];
 
 /// The functions an error on `table` refuses (None: the whole schema, every
-/// one); `writes_only`: an error only writing statements have.
+/// one); `writes_only`: an error only writing statements have (a missing
+/// BACKFILL_KEYS key: backfill_writers).
 pub fn breaks(table: Option<&str>, writes_only: bool) -> Vec<&'static str> {
     FUNCTIONS
         .iter()
@@ -447,7 +467,8 @@ mod tests {
             [
                 "preview_sandbox_operation_backfill",
                 "backfill_sandbox_operations",
-                "advance_sandbox_operation_backfill",
+                "advance_sandbox_operation_backfill (dry run)",
+                "advance_sandbox_operation_backfill (apply)",
                 "backfill_status",
                 "run_sandbox_operation_backfill",
                 "complete_sandbox_operation_backfill",
@@ -462,6 +483,16 @@ mod tests {
         assert!(breaks(Some("runtime_sandbox_operations"), false).contains(&"reconcile_daytona (dry run)"));
         assert!(breaks(Some("runtime_sandbox_operations"), false).contains(&"backfill_status"));
         assert_eq!(breaks(None, false).len(), FUNCTIONS.len());
+        assert_eq!(
+            backfill_writers(),
+            [
+                "backfill_sandbox_operations",
+                "advance_sandbox_operation_backfill (apply)",
+                "run_sandbox_operation_backfill",
+                "complete_sandbox_operation_backfill",
+                "schedule_sandbox_operation_backfill"
+            ]
+        );
         assert!(READING.iter().all(|f| FUNCTIONS.iter().any(|(g, _)| g == f)));
         assert_eq!(breaks(None, true).len(), FUNCTIONS.len() - READING.len());
         // Every table a function uses is a ledger table; every ledger table but the snapshots' is used by the backfill or a reconcile.

@@ -177,12 +177,15 @@ impl Access {
     }
 
     /// How the environment argument is compared with the operations'
-    /// `environment`: the type to pass it as and the operator
-    /// (Facts::citext_environment; text and `=` otherwise).
-    pub fn operations_environment(&self) -> (pg_sys::Oid, String) {
-        match self.checked.facts.as_ref().and_then(Facts::citext_environment) {
-            Some((citext, operator)) => (pg_sys::Oid::from(citext), operator),
-            None => (pg_sys::TEXTOID, "=".into()),
+    /// `environment` (Facts::citext_environment, Facts::enum_environment).
+    pub fn operations_environment(&self) -> EnvironmentColumn {
+        let facts = self.checked.facts.as_ref();
+        if let Some((oid, operator)) = facts.and_then(Facts::citext_environment) {
+            EnvironmentColumn::Citext { oid: pg_sys::Oid::from(oid), operator }
+        } else if let Some((oid, name)) = facts.and_then(Facts::enum_environment) {
+            EnvironmentColumn::Enum { oid: pg_sys::Oid::from(oid), name }
+        } else {
+            EnvironmentColumn::Text
         }
     }
 
@@ -195,6 +198,21 @@ impl Access {
     pub fn run<R>(&self, work: impl FnOnce() -> R) -> R {
         owner::as_owner(self.owner, work)
     }
+}
+
+/// The type of the operations' `environment`, as the statements compare the
+/// environment argument with it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnvironmentColumn {
+    /// text or varchar: passed as text, compared with `=`.
+    Text,
+    /// citext: passed as citext (`oid`), compared with citext's own `=`
+    /// (`operator`, named with its schema).
+    Citext { oid: pg_sys::Oid, operator: String },
+    /// An enum, or a domain over one: passed as the enum's value (the label's
+    /// pg_enum oid, typed `oid`), compared with the enum's `=`; `name` is the
+    /// type's qualified name, for messages.
+    Enum { oid: pg_sys::Oid, name: String },
 }
 
 /// The gate: fail before any work when the ledger cannot serve `function`,

@@ -16,6 +16,14 @@ fn int(sql: &str) -> i64 {
     Spi::get_one::<i64>(sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or(0)
 }
 
+/// The SQLSTATE and message of `sql`'s error (None: it ran).
+fn error_of(sql: &str) -> Option<String> {
+    run(r#"CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+           BEGIN EXECUTE q; RETURN NULL;
+           EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ' ' || SQLERRM; END $$"#);
+    Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[sql.into()]).expect("error_of runs")
+}
+
 fn rows(sql: &str) -> Value {
     serde_json::from_str(&text(&format!("SELECT coalesce(jsonb_agg(to_jsonb(q)), '[]')::text FROM ({sql}) q")).unwrap())
         .unwrap()
@@ -1369,4 +1377,45 @@ fn reconcile_ledger_of_0_3_0_keeps_production_and_refuses_other_environments() {
         json!([{"environment": "production"}])
     );
     assert_eq!(l.reconcile(&sandboxes(&[]), false, ", environment => 'staging'")["status"], "applied");
+}
+
+/// An enum `environment` on the operations compares as the application's literal does there (a value of the
+/// enum): each environment reconciles its own operations; a name the enum lacks is a 22023 naming the type.
+#[pg_test]
+fn reconcile_an_enum_environment_compares_as_the_applications_literal() {
+    let l = Ledger::new("rc_env_enum");
+    run("CREATE TYPE rc_env_enum.runtime_environment AS ENUM ('production', 'staging');
+         DROP INDEX rc_env_enum.runtime_sandbox_operations_current_idx, rc_env_enum.runtime_sandbox_operations_reserved_idx;
+         ALTER TABLE rc_env_enum.runtime_sandbox_operations ALTER COLUMN environment DROP DEFAULT,
+             ALTER COLUMN environment TYPE rc_env_enum.runtime_environment USING environment::text::rc_env_enum.runtime_environment,
+             ALTER COLUMN environment SET DEFAULT 'production'");
+    l.op("prod-1", "live", Some("sb-1"), None, None, "2 hours");
+    l.op("prod-2", "live", Some("sb-2"), None, None, "2 hours");
+    l.op("stage-1", "live", Some("sb-3"), None, None, "2 hours");
+    run("UPDATE rc_env_enum.runtime_sandbox_operations SET environment = 'staging' WHERE operation_key = 'stage-1'");
+    let breaks = text("SELECT string_agg(f, ',' ORDER BY f) FROM runtime_sandbox.check_ledger('rc_env_enum'), unnest(breaks) AS f");
+    assert_eq!(
+        breaks.as_deref(),
+        Some("advance_sandbox_operation_backfill (apply),backfill_sandbox_operations,complete_sandbox_operation_backfill,run_sandbox_operation_backfill,schedule_sandbox_operation_backfill")
+    );
+    // The application's own count of production's live operations.
+    assert_eq!(int("SELECT count(*) FROM rc_env_enum.runtime_sandbox_operations WHERE environment = 'production' AND state = 'live'"), 2);
+    let listing = json!([{"sandboxId": "sb-1"}]);
+    let production = l.reconcile(&listing, false, ", max_absent_ratio => 1");
+    assert_eq!((production["live_operations"].as_i64(), production["marked_deleted"].as_i64()), (Some(2), Some(1)), "{production}");
+    assert_eq!(l.state("prod-2"), "deleted");
+    assert_eq!(l.state("stage-1"), "live");
+    let staging = l.reconcile(&json!([{"sandboxId": "sb-3"}]), false, ", max_absent_ratio => 1, environment => 'staging'");
+    assert_eq!((staging["live_operations"].as_i64(), staging["matched_live_sandboxes"].as_i64(), staging["status"].as_str()), (Some(1), Some(1), Some("applied")), "{staging}");
+    // sb-1 is production's: unowned in staging, and said so.
+    let other = l.reconcile(&json!([{"sandboxId": "sb-1"}, {"sandboxId": "sb-3"}]), true, ", environment => 'staging'");
+    assert_eq!(other["status"], "blocked_unowned_sandboxes", "{other}");
+    assert_eq!(other["unowned_in_other_environments"], json!({"production": 1}), "{other}");
+    let error = error_of(
+        "SELECT * FROM runtime_sandbox.reconcile_daytona('[]', now(), true, ledger_schema => 'rc_env_enum', environment => 'qa')",
+    );
+    assert_eq!(
+        error.as_deref(),
+        Some("22023 runtime_sandbox: invalid argument environment: \"qa\" is not a value of \"rc_env_enum\".\"runtime_environment\", the type of the operations' environment (its values: production, staging)")
+    );
 }

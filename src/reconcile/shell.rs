@@ -11,9 +11,10 @@ use super::reach::{self, DeletedReach};
 use super::summary::{self, Phase, Status, Summary, PROVIDER};
 use crate::args::{self, Environment, SchemaName};
 use crate::fast_hash::FastSet;
+use crate::ledger::EnvironmentColumn;
 use crate::shell::spi::clock;
 use crate::shell::types::{JsonbBytes, Name};
-use crate::shell::{check, existing_schema};
+use crate::shell::{check, existing_schema, Raise};
 use pgrx::datum::{Array, DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::heap_tuple::PgHeapTuple;
 use crate::shell::spi::ReadValue;
@@ -22,6 +23,7 @@ use pgrx::spi::{SpiClient, SpiTupleTable};
 use pgrx::AllocatedByRust;
 use std::time::Instant;
 
+const ENVIRONMENT_LABEL: &str = include_str!("../../sql/queries/reconcile/environment_label.sql");
 const OVERLAP_GUARD: &str = include_str!("../../sql/queries/reconcile/overlap_guard.sql");
 const RESERVED_LABELS: &str = include_str!("../../sql/queries/reconcile/reserved_labels.sql");
 const RECOVER_RESERVED: &str = include_str!("../../sql/queries/reconcile/recover_reserved.sql");
@@ -60,26 +62,59 @@ pub(crate) struct Options {
     pub ledger: SchemaName,
     /// The operations' `environment` this run reconciles.
     pub environment: Environment,
-    /// How `environment` is compared with the operations' column: the type
-    /// it is passed as and the operator (Access::operations_environment).
-    pub environment_type: pg_sys::Oid,
-    pub environment_eq: String,
+    /// How `environment` is compared with the operations' column
+    /// (Access::operations_environment).
+    pub environment_column: EnvironmentColumn,
+    /// On an enum column: the environment's value of the enum (its label's oid).
+    pub environment_label: pg_sys::Oid,
 }
 
 impl Options {
     pub fn ledger(&self) -> Ledger<'_> {
-        Ledger { quoted: &self.ledger.quoted, environment_eq: &self.environment_eq }
+        let environment_eq = match &self.environment_column {
+            EnvironmentColumn::Citext { operator, .. } => operator.as_str(),
+            EnvironmentColumn::Text | EnvironmentColumn::Enum { .. } => "=",
+        };
+        Ledger { quoted: &self.ledger.quoted, environment_eq }
     }
 
     /// Compare `environment` as the ledger's column needs (after the gate).
+    /// On an enum column, an environment that is not one of its values is an
+    /// argument error (the application's literal would fail to convert).
     pub fn compare_environment(&mut self, access: &crate::ledger::Access) {
-        (self.environment_type, self.environment_eq) = access.operations_environment();
+        self.environment_column = access.operations_environment();
+        if let EnvironmentColumn::Enum { oid, name } = &self.environment_column {
+            let (label, values) = Spi::connect(|client| {
+                let rows = client.select(ENVIRONMENT_LABEL, Some(1), &[(*oid).into(), self.environment.name.as_str().into()])?;
+                let row = rows.first();
+                Ok::<_, pgrx::spi::SpiError>((row.get::<pg_sys::Oid>(1)?, row.get::<String>(2)?))
+            })
+            .unwrap_or_else(|e| pgrx::error!("runtime_sandbox: reading the values of {name}: {e}"));
+            self.environment_label = label.unwrap_or_else(|| {
+                crate::error::Error::argument(
+                    "environment",
+                    format!(
+                        "{:?} is not a value of {name}, the type of the operations' environment (its values: {})",
+                        self.environment.name,
+                        values.unwrap_or_default()
+                    ),
+                )
+                .raise()
+            });
+        }
     }
 
     /// `environment` as a parameter compared with the operations' column.
     pub fn environment_param(&self) -> DatumWithOid<'static> {
-        // SAFETY: citext, the only other type, stores its value as text does.
-        unsafe { DatumWithOid::new(self.environment.name.as_str(), self.environment_type) }
+        // SAFETY: citext stores its value as text does; an enum's value is the
+        // oid of its label, of the enum's type.
+        unsafe {
+            match &self.environment_column {
+                EnvironmentColumn::Text => DatumWithOid::new(self.environment.name.as_str(), pg_sys::TEXTOID),
+                EnvironmentColumn::Citext { oid, .. } => DatumWithOid::new(self.environment.name.as_str(), *oid),
+                EnvironmentColumn::Enum { oid, .. } => DatumWithOid::new(self.environment_label, *oid),
+            }
+        }
     }
 }
 
@@ -101,7 +136,7 @@ pub(crate) fn validate_options(
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
     let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let ledger = existing_schema("ledger_schema", ledger_schema.as_str());
-    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment, environment_type: pg_sys::TEXTOID, environment_eq: "=".into() }
+    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment, environment_column: EnvironmentColumn::Text, environment_label: pg_sys::InvalidOid }
 }
 
 /// The listing a run reconciles the ledger against.
@@ -300,7 +335,7 @@ pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
             PROVIDER.into(),
             options.environment.name.as_str().into(),
             // A citext column makes 'Production' and 'production' one environment: one guard.
-            (options.environment_type != pg_sys::TEXTOID).into(),
+            matches!(options.environment_column, EnvironmentColumn::Citext { .. }).into(),
         ],
     );
     guard.first().get::<bool>(1).read_value().unwrap_or(false)

@@ -68,6 +68,7 @@ SELECT pg_catalog.jsonb_build_object(
                     'base', base.typname,
                     'base_oid', base.oid::bigint,
                     'base_schema', base.nspname,
+                    'base_kind', base.typtype,
                     'domain_checks', EXISTS (SELECT 1 FROM pg_catalog.pg_constraint AS k
                                              WHERE k.contypid = a.atttypid),
                     'user_casts', EXISTS (SELECT 1 FROM pg_catalog.pg_cast AS cast_ JOIN user_function AS f
@@ -94,7 +95,7 @@ SELECT pg_catalog.jsonb_build_object(
                         FROM chain JOIN pg_catalog.pg_type AS d ON d.oid = chain.oid
                         WHERE d.typtype = 'd' AND chain.depth < 100
                     )
-                    SELECT b.oid, b.typname, n.nspname
+                    SELECT b.oid, b.typname, n.nspname, b.typtype
                     FROM chain JOIN pg_catalog.pg_type AS b ON b.oid = chain.oid
                     JOIN pg_catalog.pg_namespace AS n ON n.oid = b.typnamespace
                     ORDER BY chain.depth DESC LIMIT 1
