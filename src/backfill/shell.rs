@@ -364,13 +364,29 @@ fn fetch_attempts(client: &mut SpiClient<'_>, ledger: &SchemaName, from: &FetchF
         FetchFrom::After(key) => (ATTEMPTS_AFTER, Some(key)),
     };
     let sql = statement.replace("@fetch@", &fetch.to_string()).replace("@ledger@", &ledger.quoted);
-    let args: Vec<DatumWithOid<'static>> = match key {
-        None => Vec::new(),
-        Some(key) => vec![timestamptz_arg(Some(key.updated_at)), text_arg(Some(&key.run_id)), key.attempt.into()],
+    // Within a page, the next fetch starts after the last attempt read: a
+    // char(n) run_id compares with text without its blanks there. (A cursor
+    // keeps them, as the application's does, and compares as its does.)
+    let trimmed;
+    let run_id = match (from, key) {
+        (FetchFrom::After(_), Some(key)) if crate::ledger::padded_run_id(ledger) => {
+            trimmed = without_trailing_blanks(&key.run_id);
+            Some(trimmed)
+        }
+        (_, key) => key.map(|k| k.run_id.as_slice()),
+    };
+    let args: Vec<DatumWithOid<'static>> = match (key, run_id) {
+        (Some(key), Some(run_id)) => vec![timestamptz_arg(Some(key.updated_at)), text_arg(Some(run_id)), key.attempt.into()],
+        _ => Vec::new(),
     };
     run_kept(client, &sql, &args, &|e| page_failed(ledger, e));
     use pg_sys::{BOOLOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
     Rows::of_last_statement(&[TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, JSONBOID, BOOLOID])
+}
+
+/// A char(n) value as PostgreSQL converts it to text (bpchar's rtrim of blanks).
+fn without_trailing_blanks(id: &[u8]) -> &[u8] {
+    &id[..id.len() - id.iter().rev().take_while(|&&b| b == b' ').count()]
 }
 
 fn page_failed(ledger: &SchemaName, e: impl std::fmt::Display) -> ! {
@@ -512,10 +528,16 @@ fn insert_winners(client: &mut SpiClient<'_>, ledger: &SchemaName, page: &Page, 
     }
     let items: Vec<_> = winners.iter().map(|&i| page.item(i)).collect();
     let keys: Vec<Vec<u8>> = items.iter().map(|item| item.resource.operation_key()).collect();
+    // A char(n) run_id goes in as PostgreSQL converts it to text: without its trailing blanks.
+    let padded = crate::ledger::padded_run_id(ledger);
+    let run_ids: Vec<&[u8]> = items
+        .iter()
+        .map(|item| if padded { without_trailing_blanks(&item.attempt.key.run_id) } else { item.attempt.key.run_id.as_slice() })
+        .collect();
     let args = [
         texts(keys.iter().map(|k| Some(k.as_slice()))),
         texts(items.iter().map(|item| Some(item.resource.provider.as_str().as_bytes()))),
-        texts(items.iter().map(|item| Some(item.attempt.key.run_id.as_slice()))),
+        texts(run_ids.iter().map(|id| Some(*id))),
         integers(items.iter().map(|item| item.attempt.key.attempt)),
         texts(items.iter().map(|item| item.attempt.org_id.as_deref())),
         texts(items.iter().map(|item| Some(item.resource.environment.as_slice()))),

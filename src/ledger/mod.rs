@@ -9,7 +9,7 @@ pub mod install;
 pub mod requirements;
 mod shell;
 
-pub(crate) use shell::{in_citus, require, require_to_read, require_with, typed_org_id, Access, EnvironmentColumn};
+pub(crate) use shell::{in_citus, padded_run_id, require, require_to_read, require_with, typed_org_id, Access, EnvironmentColumn};
 
 use pgrx::prelude::*;
 

@@ -16,6 +16,11 @@ pub const OPERATION_STATES: &[&str] = &["reserved", "live", "deleting", "deleted
 pub enum Ty {
     /// text, varchar(n) or citext: compared with text, written from text.
     Text,
+    /// An id the statements only compare and write as the application's do:
+    /// a `Text` type, or char(n) (compared without its trailing blanks, as
+    /// PostgreSQL compares it with text; read as its own text, blanks and all,
+    /// where the application's statements return it).
+    Id,
     /// Anything with a text form: only read (as text), never written or compared.
     Any,
     /// smallint, integer or bigint, read as integer (as the application does).
@@ -44,7 +49,7 @@ impl Ty {
     /// The type named in messages and in the DDL that fixes a column.
     pub fn canonical(self) -> &'static str {
         match self {
-            Ty::Text | Ty::Any | Ty::Key | Ty::OrgId => "text",
+            Ty::Text | Ty::Id | Ty::Any | Ty::Key | Ty::OrgId => "text",
             Ty::Int => "integer",
             Ty::BigInt => "bigint",
             Ty::Timestamp => "timestamptz",
@@ -58,6 +63,7 @@ impl Ty {
     pub fn accepts(self) -> &'static str {
         match self {
             Ty::Text => "text, varchar or citext",
+            Ty::Id => "text, varchar, citext or char(n)",
             Ty::OrgId => "text, varchar, citext or the type of runs.org_id",
             Ty::Any => "any type",
             Ty::Int => "smallint, integer or bigint",
@@ -76,6 +82,7 @@ impl Ty {
     pub fn accepts_base(self, base: &str) -> bool {
         match self {
             Ty::Text | Ty::State | Ty::Key | Ty::OrgId => matches!(base, "text" | "varchar" | "citext"),
+            Ty::Id => matches!(base, "text" | "varchar" | "citext" | "bpchar"),
             Ty::Any => true,
             Ty::Int => matches!(base, "int2" | "int4" | "int8"),
             Ty::BigInt => matches!(base, "int4" | "int8"),
@@ -130,13 +137,13 @@ pub struct Table {
 pub const TABLES: &[Table] = &[
     Table {
         name: "runs",
-        columns: &[col("run_id", Ty::Text, "text"), col("org_id", Ty::Any, "text")],
+        columns: &[col("run_id", Ty::Id, "text"), col("org_id", Ty::Any, "text")],
         inserted: None,
     },
     Table {
         name: "attempts",
         columns: &[
-            col("run_id", Ty::Text, "text"),
+            col("run_id", Ty::Id, "text"),
             col("attempt", Ty::Int, "integer"),
             null("resource_json", Ty::Json, "jsonb"),
             col("updated_at", Ty::Timestamp, "timestamptz DEFAULT now()"),
@@ -226,7 +233,7 @@ pub const TABLES: &[Table] = &[
             col("org_id", Ty::Text, "text"),
             col("run_id", Ty::Text, "text"),
             col("provider", Ty::Text, "text"),
-            col("sandbox_id", Ty::Text, "text"),
+            col("sandbox_id", Ty::Id, "text"),
             null("routing_domain", Ty::Text, "text"),
             col("expires_at", Ty::Timestamp, "timestamptz"),
             null("released_at", Ty::Timestamp, "timestamptz"),

@@ -144,6 +144,13 @@ pub(crate) fn typed_org_id(ledger: &SchemaName) -> bool {
     checked(ledger).facts.as_ref().is_some_and(Facts::typed_org_id)
 }
 
+/// Whether the attempts keep `run_id` as char(n): the backfill reads it with
+/// its blanks (its cursor and targets, as the application's), and inserts it
+/// into the operations without them (as the application's insert converts it).
+pub(crate) fn padded_run_id(ledger: &SchemaName) -> bool {
+    checked(ledger).facts.as_ref().and_then(|f| f.column("attempts", "run_id")).is_some_and(|c| c.base == "bpchar")
+}
+
 /// What the ledger is for a call that passed the gate.
 pub(crate) struct Access {
     owner: pg_sys::Oid,

@@ -9,8 +9,9 @@
 -- on every page. Siblings: attempts_from_start, attempts_from_cursor,
 -- attempts_after (the same statement from another keyset position).
 -- Every column is read as the type the page reads in binary (the ledger's
--- own columns may be varchar, bigint, timestamp, json or uuid).
-SELECT attempt.updated_at::timestamptz, attempt.run_id::text, attempt.attempt::integer, run.org_id::text,
+-- own columns may be varchar, bigint, timestamp, json or uuid); run_id as its
+-- own text (concat: a char(n) keeps its blanks, as the application reads it).
+SELECT attempt.updated_at::timestamptz, pg_catalog.concat(attempt.run_id), attempt.attempt::integer, run.org_id::text,
        attempt.resource_json::jsonb, run.found IS NOT NULL AS has_run
 FROM (
     SELECT attempt.updated_at, attempt.run_id, attempt.attempt, attempt.resource_json
