@@ -23,6 +23,6 @@ SELECT * FROM runtime_sandbox.check_ledger('app_ledger');
 \x off
 SELECT status FROM runtime_sandbox.reconcile_daytona('[]', now(), dry_run => true, ledger_schema => 'app_ledger');
 SELECT runtime_sandbox.install_ledger('app_ledger');
-SELECT function, ready FROM runtime_sandbox.ledger_readiness('app_ledger');
+SELECT function FROM runtime_sandbox.ledger_readiness('app_ledger') WHERE NOT ready;
 DROP SCHEMA app_ledger CASCADE;
 DROP SCHEMA runtime_scheduler CASCADE;
