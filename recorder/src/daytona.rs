@@ -41,6 +41,10 @@ pub struct Lister {
     pub api_url: String,
     /// The `labels` parameter (a JSON object), None: unscoped.
     pub labels: Option<String>,
+    /// The scope every listed item must carry (empty: unscoped).
+    pub scope: std::collections::BTreeMap<String, String>,
+    /// `includeErroredDeleted=true`: sandboxes whose deletion failed still exist (fact a5). False: the
+    /// parameter is left out (Daytona reads the string "false" as true on its older endpoint).
     pub include_errored_deleted: bool,
     pub page_size: u16,
     pub max_pages: usize,
@@ -89,7 +93,7 @@ impl Lister {
     /// `log` takes progress lines (pages, items, elapsed), never a body or key.
     pub fn list(&self, org: &Organization, log: &mut dyn FnMut(String)) -> Result<Vec<Item>, Failure> {
         let started = Instant::now();
-        let mut walk = Walk::new(&org.id, self.max_pages, &self.operation_label, self.routing);
+        let mut walk = Walk::new(&org.id, self.max_pages, &self.operation_label, self.routing).scoped(&self.scope);
         let mut cursor: Option<String> = None;
         let mut reported = Instant::now();
         loop {

@@ -26,7 +26,8 @@ pub mod exit {
     /// Daytona refused the credentials (401, 403).
     pub const AUTH: u8 = 3;
     /// The listing is incomplete or not Daytona's: a page failed after its retries, a timeout, a malformed or
-    /// unknown answer, a repeated cursor or sandbox, an item of another organization, too many pages.
+    /// unknown answer, a repeated cursor or sandbox, an item of another organization or outside the label
+    /// scope, too many pages.
     pub const INCOMPLETE: u8 = 4;
     /// The listing is whole but refused: empty, no operation label on any sandbox, or the ledger holds
     /// routing domains the configured organizations do not cover.
@@ -69,7 +70,7 @@ pub enum RoutingDomainFlag {
 /// PGPASSWORD, PGDATABASE. Progress goes to stderr; --dry-run prints the inventory on stdout.
 ///
 /// Exit codes: 0 recorded; 2 bad flags or configuration; 3 credentials refused; 4 listing incomplete or not
-/// Daytona's; 5 listing refused (empty, no operation label, organizations missing); 6 database.
+/// Daytona's (or outside the label scope); 5 listing refused (empty, no operation label, organizations missing); 6 database.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "runtime-sandbox-recorder", version, verbatim_doc_comment, max_term_width = 110, args_override_self = true)]
 pub struct Cli {
@@ -118,9 +119,14 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "organization")]
     pub routing_domain: RoutingDomainFlag,
 
-    /// Ask Daytona for errored sandboxes whose deletion failed too (hidden by default, as the SDKs leave it).
-    #[arg(long)]
+    /// Accepted for compatibility: errored sandboxes whose deletion failed are listed by default.
+    #[arg(long, hide = true)]
     pub include_errored_deleted: bool,
+
+    /// Leave out sandboxes in error or build_failed whose deletion failed (Daytona hides them unless asked).
+    /// They still exist and may hold capacity: left out, the reconcile calls their operations absent.
+    #[arg(long, conflicts_with = "include_errored_deleted")]
+    pub exclude_errored_deleted: bool,
 
     /// The database: a connection string or postgres:// URL (default: libpq's PG* variables).
     #[arg(long, env = "RUNTIME_SANDBOX_DATABASE", value_name = "CONNINFO")]
@@ -303,7 +309,8 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
     let lister = Lister {
         api_url: cli.api_url.clone(),
         labels: (!scope.is_empty()).then(|| listing::labels_parameter(&scope)),
-        include_errored_deleted: cli.include_errored_deleted,
+        scope: scope.clone(),
+        include_errored_deleted: !cli.exclude_errored_deleted,
         page_size: cli.page_size,
         max_pages: cli.max_pages,
         timeout,

@@ -139,6 +139,8 @@ pub struct Walk {
     max_pages: usize,
     operation_label: String,
     routing: RoutingDomain,
+    /// The label scope every item must carry (Daytona's filter, checked again).
+    scope: BTreeMap<String, String>,
     pages: usize,
     ids: HashSet<String>,
     cursors: HashSet<String>,
@@ -161,11 +163,20 @@ impl Walk {
             max_pages,
             operation_label: operation_label.to_owned(),
             routing,
+            scope: BTreeMap::new(),
             pages: 0,
             ids: HashSet::new(),
             cursors: HashSet::new(),
             items: Vec::new(),
         }
+    }
+
+    /// Check every item against the label scope too: a server (or a proxy,
+    /// or a later API) that ignores the `labels` filter must not get a foreign
+    /// listing recorded.
+    pub fn scoped(mut self, scope: &BTreeMap<String, String>) -> Self {
+        self.scope = scope.clone();
+        self
     }
 
     pub fn pages(&self) -> usize {
@@ -188,6 +199,9 @@ impl Walk {
                     sandbox.id, sandbox.organization_id, self.organization
                 ));
             }
+            if let Some(reason) = outside_scope(&sandbox, &self.scope) {
+                return Err(format!("page {number}: sandbox {} is outside the label scope: {reason}", sandbox.id));
+            }
             if !self.ids.insert(sandbox.id.clone()) {
                 return Err(format!("page {number}: sandbox {} was already listed (the cursor walked back)", sandbox.id));
             }
@@ -209,6 +223,15 @@ impl Walk {
     pub fn finish(self) -> Vec<Item> {
         self.items
     }
+}
+
+/// Why `sandbox` is outside `scope` (None: it carries every label with its value).
+pub fn outside_scope(sandbox: &Sandbox, scope: &BTreeMap<String, String>) -> Option<String> {
+    scope.iter().find_map(|(key, value)| match sandbox.labels.get(key) {
+        None => Some(format!("it has no label {key:?} (the scope asks for {value:?})")),
+        Some(found) if found != value => Some(format!("its label {key:?} is {found:?}, not {value:?}")),
+        Some(_) => None,
+    })
 }
 
 /// The label scope: Daytona's `labels` parameter, a JSON object of strings.
@@ -402,6 +425,17 @@ mod tests {
         bounded.take(page(&["a"], Some("c1"))).unwrap();
         assert!(bounded.take(page(&["b"], Some("c2"))).unwrap_err().contains("--max-pages"));
 
+        let scope: BTreeMap<String, String> = [("app".to_string(), "x".to_string())].into();
+        let labelled = |id: &str, labels: &[(&str, &str)]| Sandbox {
+            id: id.into(),
+            organization_id: "o".into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        let mut scoped = Walk::new("o", 10, "op", RoutingDomain::Organization).scoped(&scope);
+        let outside = Page { items: vec![labelled("a", &[("app", "x")]), labelled("b", &[("app", "y")])], next_cursor: None, plain_array: false };
+        assert_eq!(scoped.take(outside).unwrap_err(), r#"page 1: sandbox b is outside the label scope: its label "app" is "y", not "x""#);
+        assert_eq!(outside_scope(&labelled("c", &[]), &scope).as_deref(), Some(r#"it has no label "app" (the scope asks for "x")"#));
+        assert_eq!(outside_scope(&labelled("d", &[("app", "x"), ("more", "1")]), &scope), None);
         let mut foreign = Walk::new("other", 10, "op", RoutingDomain::Organization);
         assert!(foreign.take(page(&["a"], None)).unwrap_err().contains("belongs to organization \"o\", not \"other\""));
     }

@@ -74,7 +74,8 @@ fn many_pages_with_base64_cursors_come_out_whole_with_identical_parameters() {
         assert_eq!(r.query.get("order").map(String::as_str), Some("asc"));
         assert_eq!(r.query.get("limit").map(String::as_str), Some("100"));
         assert_eq!(r.query.get("labels").map(String::as_str), Some(SCOPE));
-        assert!(!r.query.contains_key("includeErroredDeleted"), "left unset, as the SDKs leave it");
+        // Sandboxes whose deletion failed still exist and may hold capacity (fact a5): asked for.
+        assert_eq!(r.query.get("includeErroredDeleted").map(String::as_str), Some("true"));
         assert!(!r.query.keys().any(|k| k.starts_with("states") || k.contains("Cpu") || k.contains("GiB")));
         // The cursor comes back verbatim: + / and = survive the round trip.
         let cursor = r.query.get("cursor").cloned();
@@ -240,11 +241,51 @@ fn an_empty_listing_and_a_missing_operation_label_are_refused_unless_expected() 
 }
 
 #[test]
-fn errored_deleted_sandboxes_are_asked_for_only_when_told() {
+fn sandboxes_whose_deletion_failed_are_listed_unless_excluded() {
     let fake = Fake::start();
-    fake.key("key-1", "org-1").sandboxes(fleet("org-1", 2));
-    list(&fake, &["--include-errored-deleted", "--routing-domain", "none"]).0.unwrap();
-    assert_eq!(fake.requests()[0].query.get("includeErroredDeleted").map(String::as_str), Some("true"));
+    let mut sandboxes = fleet("org-1", 4);
+    for (id, state) in [("failed-delete-1", "error"), ("failed-delete-2", "build_failed")] {
+        sandboxes.push(FakeSandbox::new(id, "org-1", &[("app", "runtime-scheduler")], state).deletion_failed());
+    }
+    fake.key("key-1", "org-1").sandboxes(sandboxes);
+    // By default: they still exist, so they are listed (and their operations are not called absent).
+    let listed = ids(&list(&fake, &[]).0.unwrap());
+    assert_eq!(listed.len(), 6);
+    assert!(listed.contains(&"failed-delete-1".to_string()) && listed.contains(&"failed-delete-2".to_string()));
+    // The old flag is still accepted and means the same.
+    assert_eq!(ids(&list(&fake, &["--include-errored-deleted"]).0.unwrap()), listed);
+    // Left out when told: the parameter is not sent at all (the old endpoint reads "false" as true).
+    let before = fake.requests().len();
+    let without = ids(&list(&fake, &["--exclude-errored-deleted"]).0.unwrap());
+    assert_eq!(without.len(), 4);
+    assert!(!fake.requests()[before].query.contains_key("includeErroredDeleted"));
+}
+
+#[test]
+fn an_item_outside_the_label_scope_fails_the_listing() {
+    // A server (or a proxy) that ignores the labels filter: the foreign item is caught, nothing is listed.
+    let fake = Fake::start();
+    let mut sandboxes = fleet("org-1", 5);
+    sandboxes.insert(3, FakeSandbox::new("billing-7", "org-1", &[("app", "billing")], "started"));
+    sandboxes.push(FakeSandbox::new("unlabelled-1", "org-1", &[], "started"));
+    fake.key("key-1", "org-1").sandboxes(sandboxes).ignore_labels();
+    let failure = list(&fake, &[]).0.unwrap_err();
+    assert_eq!(failure.code, exit::INCOMPLETE, "{}", failure.message);
+    assert!(failure.message.contains("sandbox billing-7 is outside the label scope"), "{}", failure.message);
+    assert!(failure.message.contains(r#"its label "app" is "billing", not "runtime-scheduler""#), "{}", failure.message);
+    // A missing label is named too (a scope of two labels, the second missing on every item).
+    let failure = list(&fake, &["--labels", r#"{"app":"runtime-scheduler","env":"production"}"#]).0.unwrap_err();
+    assert_eq!(failure.code, exit::INCOMPLETE);
+    assert!(failure.message.contains(r#"it has no label "env""#), "{}", failure.message);
+    // --unscoped asks for every sandbox: nothing is outside.
+    let outcome = list(&fake, &["--labels", "{}", "--unscoped"]).0.unwrap();
+    assert_eq!(outcome.sandboxes, 7);
+    // A server that filters: the same scope lists the five.
+    let fake = Fake::start();
+    let mut sandboxes = fleet("org-1", 5);
+    sandboxes.push(FakeSandbox::new("billing-7", "org-1", &[("app", "billing")], "started"));
+    fake.key("key-1", "org-1").sandboxes(sandboxes);
+    assert_eq!(list(&fake, &[]).0.unwrap().sandboxes, 5);
 }
 
 #[test]

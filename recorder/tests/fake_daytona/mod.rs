@@ -22,6 +22,8 @@ pub struct FakeSandbox {
     pub organization_id: String,
     pub labels: BTreeMap<String, String>,
     pub state: String,
+    /// `desiredState`: an `error`/`build_failed` sandbox whose deletion failed has `destroyed` (fact a5).
+    pub desired_state: String,
 }
 
 impl FakeSandbox {
@@ -31,7 +33,19 @@ impl FakeSandbox {
             organization_id: org.into(),
             labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             state: state.into(),
+            desired_state: if state == "destroyed" { "destroyed" } else { "started" }.into(),
         }
+    }
+
+    /// A sandbox whose deletion failed: in `state` (error, build_failed), desired state `destroyed`.
+    pub fn deletion_failed(mut self) -> Self {
+        self.desired_state = "destroyed".into();
+        self
+    }
+
+    /// Hidden unless `includeErroredDeleted=true` (fact a5).
+    fn errored_deleted(&self) -> bool {
+        matches!(self.state.as_str(), "error" | "build_failed") && self.desired_state == "destroyed"
     }
 }
 
@@ -70,10 +84,12 @@ struct State {
     plain_array: bool,
     /// Fixed delay per page (the benchmark).
     delay: Duration,
+    /// Serve every sandbox of the organization, whatever `labels` asks (a server or proxy that drops the filter).
+    ignore_labels: bool,
     requests: Vec<Logged>,
     /// The sandboxes one (organization, labels) lists, by index: filtered once, not on every page (the
     /// benchmark's 100,000 sandboxes in 500 pages).
-    matching: Option<(String, BTreeMap<String, String>, Vec<usize>)>,
+    matching: Option<(String, BTreeMap<String, String>, Vec<usize>, bool)>,
     /// Each sandbox's SandboxListItem, serialized once.
     rendered: Vec<String>,
 }
@@ -169,6 +185,14 @@ impl Fake {
         self
     }
 
+    pub fn ignore_labels(&self) -> &Self {
+        let mut st = self.state.lock().unwrap();
+        st.ignore_labels = true;
+        st.matching = None;
+        drop(st);
+        self
+    }
+
     pub fn delay(&self, delay: Duration) -> &Self {
         self.state.lock().unwrap().delay = delay;
         self
@@ -198,7 +222,8 @@ fn item(s: &FakeSandbox, full: bool) -> serde_json::Value {
     let mut item = serde_json::json!({
         "id": s.id, "organizationId": s.organization_id, "name": s.id, "target": "eu", "user": "daytona",
         "public": false, "cpu": 1, "gpu": 0, "memory": 1, "disk": 3, "labels": s.labels,
-        "toolboxProxyUrl": "https://proxy.example", "state": s.state, "createdAt": "2026-12-01T00:00:00.000Z",
+        "toolboxProxyUrl": "https://proxy.example", "state": s.state, "desiredState": s.desired_state,
+        "createdAt": "2026-12-01T00:00:00.000Z",
     });
     if full {
         // The pre-v0.180 Sandbox: its environment variables too.
@@ -284,17 +309,22 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
     if limit == 0 || limit > 200 {
         return respond(request, 400, error(400, "limit must not be greater than 200"), &[]);
     }
-    let cached = matches!(&st.matching, Some((org, l, _)) if *org == organization && *l == labels);
+    // includeErroredDeleted: only 'true' shows the errored sandboxes whose deletion failed (fact a5).
+    let errored_deleted = query.get("includeErroredDeleted").map(String::as_str) == Some("true");
+    let key = (organization.clone(), labels.clone(), errored_deleted);
+    let cached = matches!(&st.matching, Some(k) if (k.0.clone(), k.1.clone(), k.3) == key);
     if !cached {
+        let ignore_labels = st.ignore_labels;
         let indexes = (0..st.sandboxes.len())
             .filter(|&i| {
                 let s = &st.sandboxes[i];
                 s.organization_id == organization
-                    && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v))
+                    && (ignore_labels || labels.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
                     && s.state != "destroyed"
+                    && (errored_deleted || !s.errored_deleted())
             })
             .collect();
-        st.matching = Some((organization.clone(), labels.clone(), indexes));
+        st.matching = Some((organization.clone(), labels.clone(), indexes, errored_deleted));
     }
     let indexes = &st.matching.as_ref().expect("just filled").2;
     let sandbox = |n: usize| &st.sandboxes[indexes[n]];
