@@ -52,6 +52,9 @@ pub struct Lister {
     pub retries: u32,
     pub backoff: Duration,
     pub max_wait: Duration,
+    /// When the whole run must have ended (--deadline): past it the listing fails.
+    pub deadline: Instant,
+    pub deadline_seconds: f64,
     pub agent: Agent,
     /// How items are mapped (listing::item).
     pub operation_label: String,
@@ -98,7 +101,19 @@ impl Lister {
         let mut reported = Instant::now();
         loop {
             let number = walk.pages() + 1;
-            let page = self.page(org, cursor.as_deref(), number, log)?;
+            let page = self.page(org, cursor.as_deref(), number, log).map_err(|mut failure| {
+                if failure.message.starts_with(DEADLINE) {
+                    failure.message = format!(
+                        "{DEADLINE} (--deadline {} s) passed while listing organization {}: {} pages and {} sandboxes \
+                         listed so far, page {number} not; nothing recorded",
+                        self.deadline_seconds,
+                        org.id,
+                        walk.pages(),
+                        walk.listed()
+                    );
+                }
+                failure
+            })?;
             if page.plain_array {
                 log(format!("organization {}: the server answered a plain array (Daytona before v0.180, no paging)", org.id));
             }
@@ -133,7 +148,13 @@ impl Lister {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let (why, retry_after) = match self.request(org, cursor, number) {
+            // Each request gets what is left of the run, at most --timeout.
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Failure::incomplete(DEADLINE));
+            }
+            let (why, retry_after) = match self.request(org, cursor, number, left.min(self.timeout)) {
+                Answer::Retry(_, _) if Instant::now() >= self.deadline => return Err(Failure::incomplete(DEADLINE)),
                 Answer::Page(page) => return Ok(page),
                 Answer::Fail(failure) => return Err(failure),
                 Answer::Retry(why, retry_after) => (why, retry_after),
@@ -152,16 +173,22 @@ impl Lister {
                     self.max_wait.as_secs_f64()
                 )));
             };
+            if Instant::now() + wait >= self.deadline {
+                return Err(Failure::incomplete(DEADLINE));
+            }
             log(format!("organization {}: page {number}: {why}; retry {attempt}/{} in {} ms", org.id, self.retries, wait.as_millis()));
             std::thread::sleep(wait);
         }
     }
 
-    fn request(&self, org: &Organization, cursor: Option<&str>, number: usize) -> Answer {
+    fn request(&self, org: &Organization, cursor: Option<&str>, number: usize, timeout: Duration) -> Answer {
         let url = format!("{}/sandbox", self.api_url.trim_end_matches('/'));
         let mut request = self
             .agent
             .get(&url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
             .header("Accept", "application/json")
             .query("sort", "createdAt")
             .query("order", "asc")
@@ -218,11 +245,81 @@ impl Lister {
                 }
             }
             Err(ureq::Error::Timeout(_)) => {
-                Answer::Retry(format!("no answer within --timeout {} s", self.timeout.as_secs_f64()), Vec::new())
+                let within = if timeout < self.timeout {
+                    format!("the {:.1} s left of --deadline", timeout.as_secs_f64())
+                } else {
+                    format!("--timeout {} s", self.timeout.as_secs_f64())
+                };
+                Answer::Retry(format!("no answer within {within}"), Vec::new())
             }
-            Err(ureq::Error::Io(e)) => Answer::Retry(format!("connection failed ({})", e.kind()), Vec::new()),
-            Err(e) => Answer::Fail(Failure::incomplete(format!("{at}: the request failed: {e}"))),
+            Err(e) => {
+                let host = host_of(&url);
+                match cause(&e) {
+                    Cause::Permanent(why) => Answer::Fail(Failure::incomplete(format!("{at}: {host}: {why} (not retried)"))),
+                    Cause::Transient(why) => Answer::Retry(format!("{host}: {why}"), Vec::new()),
+                }
+            }
         }
+    }
+}
+
+/// The start of the message of a run past its --deadline (`list` completes it).
+const DEADLINE: &str = "the run's deadline";
+
+/// The host (and port) of a URL, for messages.
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    authority.rsplit_once('@').map_or(authority, |(_, h)| h).to_string()
+}
+
+/// A failed request's cause, and whether another try could help.
+#[derive(Debug, PartialEq, Eq)]
+enum Cause {
+    /// TLS refused (an unknown issuer, a name mismatch, an expired certificate), or a host name that does not exist.
+    Permanent(String),
+    /// A refused or broken connection, a DNS server that did not answer.
+    Transient(String),
+}
+
+fn cause(error: &ureq::Error) -> Cause {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Cause::Permanent(tls_cause(tls));
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if let Some(inner) = io.get_ref() {
+                if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+                    return Cause::Permanent(tls_cause(tls));
+                }
+            }
+        }
+        source = e.source();
+    }
+    let text = error.to_string();
+    if matches!(error, ureq::Error::HostNotFound) || text.contains("Name or service not known") || text.contains("No address associated") {
+        return Cause::Permanent(format!("the host name does not resolve (DNS: {text})"));
+    }
+    match error {
+        ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Cause::Transient("connection refused".into()),
+        ureq::Error::Io(e) => Cause::Transient(format!("connection failed ({e})")),
+        _ => Cause::Transient(format!("the request failed ({text})")),
+    }
+}
+
+/// A TLS failure in words.
+fn tls_cause(error: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    match error {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+            "TLS: the server's certificate is signed by an unknown CA (--ca-file, SSL_CERT_FILE)".into()
+        }
+        rustls::Error::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            "TLS: the server's certificate is not valid for this host name".into()
+        }
+        rustls::Error::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => "TLS: the server's certificate has expired".into(),
+        other => format!("TLS: {other}"),
     }
 }
 

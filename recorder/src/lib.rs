@@ -92,8 +92,9 @@ pub struct Cli {
     #[arg(long)]
     pub allow_missing_operation_label: bool,
 
-    /// Daytona's API base URL (http:// only for a loopback address).
-    #[arg(long, env = "DAYTONA_API_URL", default_value = "https://app.daytona.io/api", value_name = "URL")]
+    /// Daytona's API base URL (http:// only for a loopback address); DAYTONA_SERVER_URL, the SDKs' deprecated
+    /// name, is read when neither is set.
+    #[arg(long, env = "DAYTONA_API_URL", default_value = DEFAULT_API_URL, value_name = "URL")]
     pub api_url: String,
 
     /// The organization listed with DAYTONA_API_KEY, --api-key-file or DAYTONA_JWT_TOKEN.
@@ -156,6 +157,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub timeout: f64,
 
+    /// Seconds the whole run may take (the listing's pages, retries and waits); past it nothing is recorded
+    /// (exit 4). The default fits the shipped examples' 10-minute limits with room for the database.
+    #[arg(long, env = "RUNTIME_SANDBOX_DEADLINE", default_value_t = 540.0, value_name = "SECONDS")]
+    pub deadline: f64,
+
     /// Retries of a page after a 429, a 5xx, a timeout or a broken connection.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=20))]
     pub retries: u32,
@@ -176,6 +182,26 @@ pub struct Cli {
     /// no database is touched.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Daytona's hosted API (the SDKs' default).
+pub const DEFAULT_API_URL: &str = "https://app.daytona.io/api";
+
+/// The API URL: --api-url or DAYTONA_API_URL, else DAYTONA_SERVER_URL (the SDKs' deprecated name, which they
+/// still read), else the hosted API. Clap fills the default when neither flag nor variable is set, so the default
+/// value itself means "not set" here.
+fn api_url(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(String)) -> String {
+    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    if cli.api_url != DEFAULT_API_URL || set("DAYTONA_API_URL").is_some() {
+        return cli.api_url.clone();
+    }
+    match set("DAYTONA_SERVER_URL") {
+        Some(url) => {
+            log("DAYTONA_SERVER_URL is deprecated (Daytona's SDKs too): set DAYTONA_API_URL".into());
+            url.trim().to_string()
+        }
+        None => cli.api_url.clone(),
+    }
 }
 
 /// What a run did.
@@ -279,7 +305,9 @@ fn check_api_url(url: &str) -> Result<(), Failure> {
 /// --dry-run), list every organization, check the listing, record it.
 /// `env` reads environment variables; `log` takes progress lines.
 pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(String)) -> Result<Outcome, Failure> {
-    check_api_url(&cli.api_url)?;
+    let started = std::time::Instant::now();
+    let api_url = api_url(cli, env, log);
+    check_api_url(&api_url)?;
     let scope = listing::label_scope(&cli.labels).map_err(|e| Failure::usage(format!("--labels {:?}: {e}", cli.labels)))?;
     if scope.is_empty() && !cli.unscoped {
         return Err(Failure::usage(
@@ -300,6 +328,7 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
         return Err(Failure::usage("--max-pages must be at least 1"));
     }
     let timeout = seconds("--timeout", cli.timeout)?;
+    let deadline = started + seconds("--deadline", cli.deadline)?;
     let max_wait = seconds("--max-retry-wait", cli.max_retry_wait)?;
     let orgs = organizations(cli, env)?;
     let routing = match cli.routing_domain {
@@ -307,7 +336,9 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
         RoutingDomainFlag::None => RoutingDomain::None,
     };
     let lister = Lister {
-        api_url: cli.api_url.clone(),
+        api_url,
+        deadline,
+        deadline_seconds: cli.deadline,
         labels: (!scope.is_empty()).then(|| listing::labels_parameter(&scope)),
         scope: scope.clone(),
         include_errored_deleted: !cli.exclude_errored_deleted,

@@ -318,3 +318,69 @@ fn the_binary_prints_the_inventory_and_exits_with_the_documented_codes() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("Exit codes"));
 }
+
+#[test]
+fn a_run_past_its_deadline_records_nothing_and_says_how_far_it_got() {
+    let fake = Fake::start();
+    fake.key("key-1", "org-1").sandboxes(fleet("org-1", 40)).delay(Duration::from_millis(150));
+    let started = Instant::now();
+    let failure = list(&fake, &["--page-size", "2", "--deadline", "1"]).0.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(failure.code, exit::INCOMPLETE, "{}", failure.message);
+    assert!(failure.message.starts_with("the run's deadline (--deadline 1 s) passed while listing organization org-1: "), "{}", failure.message);
+    assert!(failure.message.contains("sandboxes listed so far") && failure.message.ends_with("nothing recorded"), "{}", failure.message);
+    assert!(took < Duration::from_millis(1900), "{took:?}");
+    // One stalled page: the request gets only what is left of the run, not --timeout.
+    let fake = Fake::start();
+    fake.key("key-1", "org-1").sandboxes(fleet("org-1", 3)).quirk(1, Quirk::Slow(Duration::from_secs(5)));
+    let started = Instant::now();
+    let failure = list(&fake, &["--deadline", "1", "--timeout", "30"]).0.unwrap_err();
+    assert_eq!(failure.code, exit::INCOMPLETE, "{}", failure.message);
+    assert!(failure.message.contains("0 pages and 0 sandboxes listed so far"), "{}", failure.message);
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
+    // Within it, the same listing completes.
+    let fake = Fake::start();
+    fake.key("key-1", "org-1").sandboxes(fleet("org-1", 40));
+    assert_eq!(list(&fake, &["--page-size", "2", "--deadline", "30"]).0.unwrap().sandboxes, 40);
+}
+
+#[test]
+fn daytona_server_url_is_read_as_the_sdks_read_it() {
+    let fake = Fake::start();
+    fake.key("key-1", "org-1").sandboxes(fleet("org-1", 2));
+    let args = [
+        "runtime-sandbox-recorder", "--labels", SCOPE, "--operation-label", "runtime-op", "--organization-id", "org-1",
+        "--dry-run",
+    ];
+    let url = fake.url.clone();
+    let env = move |name: &str| match name {
+        "DAYTONA_API_KEY" => Some("key-1".to_string()),
+        "DAYTONA_SERVER_URL" => Some(url.clone()),
+        _ => None,
+    };
+    let mut log = Vec::new();
+    let outcome = run(&Cli::try_parse_from(args).unwrap(), &env, &mut |l| log.push(l)).unwrap();
+    assert_eq!(outcome.sandboxes, 2);
+    assert!(log.iter().any(|l| l.contains("DAYTONA_SERVER_URL is deprecated")), "{log:?}");
+    // --api-url (or DAYTONA_API_URL) wins over it.
+    let other = Fake::start();
+    other.key("key-1", "org-1").sandboxes(fleet("org-1", 5));
+    let mut with_flag = args.to_vec();
+    with_flag.extend(["--api-url", &other.url]);
+    assert_eq!(run(&Cli::try_parse_from(with_flag).unwrap(), &env, &mut |_| {}).unwrap().sandboxes, 5);
+}
+
+#[test]
+fn a_refused_connection_names_the_host() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/api");
+    let mut log = Vec::new();
+    let c = Cli::try_parse_from([
+        "runtime-sandbox-recorder", "--api-url", &url, "--labels", SCOPE, "--operation-label", "runtime-op",
+        "--organization-id", "org-1", "--dry-run", "--retries", "1", "--backoff-ms", "10",
+    ])
+    .unwrap();
+    let failure = run(&c, &with_key, &mut |l| log.push(l)).unwrap_err();
+    assert_eq!(failure.code, exit::INCOMPLETE);
+    assert!(failure.message.contains(&format!("127.0.0.1:{port}: connection refused")), "{}", failure.message);
+}
