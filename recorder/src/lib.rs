@@ -9,6 +9,7 @@
 
 pub mod daytona;
 pub mod listing;
+pub mod pgpass;
 pub mod record;
 
 use clap::{Parser, ValueEnum};
@@ -360,16 +361,17 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
         connect_timeout: timeout,
     };
 
-    // The ledger first: what the listing must cover (the reconcile treats it as the whole fleet).
-    let mut client = None;
+    // The ledger first, on a short connection: what the listing must cover (the reconcile treats it as the
+    // whole fleet). The snapshot is recorded on a fresh one after the listing, so an idle timeout or a pooler
+    // dropping a connection held through a long listing never loses it.
     if !cli.dry_run {
         let mut c = record::connect(&target, env)?;
         let domains = record::ledger_routing_domains(&mut c, &target)?;
+        drop(c);
         let ids: Vec<String> = orgs.iter().map(|o| o.id.clone()).collect();
         listing::uncovered(&domains, &ids, routing).map_err(|e| {
             Failure::refused(format!("ledger {} environment {:?}: {e}", cli.ledger_schema, cli.environment))
         })?;
-        client = Some(c);
     }
 
     // Just before the first request: a sandbox created while listing is then never called absent.
@@ -402,7 +404,8 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
     }
     let inventory = serde_json::to_string(&items).expect("the inventory serializes");
     let mut outcome = Outcome { snapshot_id: None, sandboxes: items.len(), inventory };
-    if let Some(mut client) = client {
+    if !cli.dry_run {
+        let mut client = record::connect(&target, env)?;
         outcome.snapshot_id = Some(record::record(&mut client, &target, &outcome.inventory, captured_at)?);
     }
     Ok(outcome)

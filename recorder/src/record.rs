@@ -4,6 +4,7 @@
 //! transaction.
 
 use crate::Failure;
+use postgres::config::{ChannelBinding, Host, LoadBalanceHosts, TargetSessionAttrs};
 use postgres::{Client, Config, NoTls};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
@@ -19,25 +20,104 @@ pub struct Target {
     pub connect_timeout: Duration,
 }
 
+/// libpq variables this program cannot honour: named, never silently dropped.
+const UNSUPPORTED: &[&str] = &[
+    "PGSERVICE",
+    "PGSERVICEFILE",
+    "PGHOSTADDR",
+    "PGSSLCERT",
+    "PGSSLKEY",
+    "PGSSLROOTCERT",
+    "PGSSLCRL",
+    "PGSSLCRLDIR",
+    "PGSSLPASSWORD",
+    "PGREQUIRESSL",
+    "PGSSLNEGOTIATION",
+    "PGGSSENCMODE",
+    "PGKRBSRVNAME",
+    "PGGSSLIB",
+    "PGREQUIREAUTH",
+];
+
 /// The connection settings libpq reads from the environment, for a run
-/// without a connection string (`env`: the process's variables).
-fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Failure> {
+/// without a connection string (`env`: the process's variables): PGHOST and
+/// PGPORT (lists, for several hosts), PGUSER, PGDATABASE, PGPASSWORD,
+/// PGAPPNAME, PGCONNECT_TIMEOUT, PGOPTIONS, PGTARGETSESSIONATTRS,
+/// PGCHANNELBINDING, PGLOADBALANCEHOSTS; PGSSLMODE up to `prefer`.
+pub fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Failure> {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(name) = UNSUPPORTED.iter().find(|name| set(name).is_some()) {
+        return Err(Failure::usage(format!(
+            "{name} is set, which this program does not support: pass the settings in --database instead, or unset it"
+        )));
+    }
     let mut config = Config::new();
-    let host = env("PGHOST").unwrap_or_else(|| "/var/run/postgresql".into());
-    for host in host.split(',') {
+    let host = set("PGHOST").unwrap_or_else(|| "/var/run/postgresql".into());
+    let hosts: Vec<&str> = host.split(',').collect();
+    for host in &hosts {
         config.host(host);
     }
-    if let Some(port) = env("PGPORT") {
-        let port: u16 = port.parse().map_err(|_| Failure::usage(format!("PGPORT {port:?} is not a port")))?;
-        config.port(port);
+    if let Some(ports) = set("PGPORT") {
+        let ports: Vec<&str> = ports.split(',').collect();
+        if ports.len() != 1 && ports.len() != hosts.len() {
+            return Err(Failure::usage(format!(
+                "PGPORT {ports:?}: {} ports for {} hosts (one port, or one per host)",
+                ports.len(),
+                hosts.len()
+            )));
+        }
+        for port in ports {
+            let port: u16 = port.trim().parse().map_err(|_| Failure::usage(format!("PGPORT: {port:?} is not a port")))?;
+            config.port(port);
+        }
     }
-    let user = env("PGUSER").or_else(|| env("USER")).ok_or_else(|| Failure::usage("no database user: set PGUSER"))?;
-    config.dbname(&env("PGDATABASE").unwrap_or_else(|| user.clone()));
+    let user = set("PGUSER").or_else(|| set("USER")).ok_or_else(|| Failure::usage("no database user: set PGUSER"))?;
+    config.dbname(&set("PGDATABASE").unwrap_or_else(|| user.clone()));
     config.user(&user);
-    if let Some(password) = env("PGPASSWORD") {
+    if let Some(password) = set("PGPASSWORD") {
         config.password(password);
     }
-    if let Some(sslmode) = env("PGSSLMODE").filter(|m| m != "disable" && m != "prefer" && m != "allow") {
+    if let Some(name) = set("PGAPPNAME") {
+        config.application_name(&name);
+    }
+    if let Some(seconds) = set("PGCONNECT_TIMEOUT") {
+        // libpq: whole seconds; 0 or less waits forever, and under 2 counts as 2.
+        let seconds: i64 = seconds
+            .trim()
+            .parse()
+            .map_err(|_| Failure::usage(format!("PGCONNECT_TIMEOUT {seconds:?}: not a number of seconds")))?;
+        if seconds > 0 {
+            config.connect_timeout(Duration::from_secs(seconds.max(2) as u64));
+        }
+    }
+    if let Some(options) = set("PGOPTIONS") {
+        config.options(&options);
+    }
+    if let Some(attrs) = set("PGTARGETSESSIONATTRS") {
+        config.target_session_attrs(match attrs.as_str() {
+            "any" => TargetSessionAttrs::Any,
+            "read-write" => TargetSessionAttrs::ReadWrite,
+            other => {
+                return Err(Failure::usage(format!("PGTARGETSESSIONATTRS={other}: this program supports any and read-write")))
+            }
+        });
+    }
+    if let Some(binding) = set("PGCHANNELBINDING") {
+        config.channel_binding(match binding.as_str() {
+            "disable" => ChannelBinding::Disable,
+            "prefer" => ChannelBinding::Prefer,
+            "require" => ChannelBinding::Require,
+            other => return Err(Failure::usage(format!("PGCHANNELBINDING={other}: not disable, prefer or require"))),
+        });
+    }
+    if let Some(balance) = set("PGLOADBALANCEHOSTS") {
+        config.load_balance_hosts(match balance.as_str() {
+            "disable" => LoadBalanceHosts::Disable,
+            "random" => LoadBalanceHosts::Random,
+            other => return Err(Failure::usage(format!("PGLOADBALANCEHOSTS={other}: not disable or random"))),
+        });
+    }
+    if let Some(sslmode) = set("PGSSLMODE").filter(|m| m != "disable" && m != "prefer" && m != "allow") {
         return Err(Failure::usage(format!(
             "PGSSLMODE={sslmode}: this program connects without TLS; use the Unix socket or a trusted network"
         )));
@@ -45,21 +125,61 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Fail
     Ok(config)
 }
 
-pub fn connect(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<Client, Failure> {
+/// The password libpq's password file holds for the connection's first host
+/// (PGPASSFILE, else ~/.pgpass; a file others may read is ignored, as libpq
+/// ignores it).
+fn password_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let path = env("PGPASSFILE")
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| env("HOME").filter(|h| !h.is_empty()).map(|home| std::path::Path::new(&home).join(".pgpass")))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if !crate::pgpass::mode_allowed(std::fs::metadata(&path).ok()?.permissions().mode()) {
+            return None;
+        }
+    }
+    let contents = std::fs::read_to_string(&path).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => String::new(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user()?;
+    let database = config.get_dbname().unwrap_or(user);
+    crate::pgpass::lookup(&contents, &host, port, database, user)
+}
+
+/// The configuration a run connects with: --database, else libpq's
+/// variables; the password from PGPASSWORD or the password file when the
+/// configuration has none; PGAPPNAME or the program's name.
+pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Failure> {
     let mut config = match &target.database {
         Some(conninfo) => Config::from_str(conninfo).map_err(|e| Failure::usage(format!("--database: {e}")))?,
         None => from_environment(env)?,
     };
     if config.get_password().is_none() {
-        if let Some(password) = env("PGPASSWORD") {
+        if let Some(password) = env("PGPASSWORD").filter(|p| !p.is_empty()).or_else(|| password_file(&config, env)) {
             config.password(password);
         }
     }
     if config.get_application_name().is_none() {
-        config.application_name("runtime-sandbox-recorder");
+        let name = env("PGAPPNAME").filter(|n| !n.is_empty()).unwrap_or_else(|| "runtime-sandbox-recorder".into());
+        config.application_name(&name);
     }
-    config.connect_timeout(target.connect_timeout);
-    config.connect(NoTls).map_err(|e| Failure::database(format!("connecting to the database failed: {}", text(&e))))
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(target.connect_timeout);
+    }
+    Ok(config)
+}
+
+pub fn connect(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<Client, Failure> {
+    configuration(target, env)?
+        .connect(NoTls)
+        .map_err(|e| Failure::database(format!("connecting to the database failed: {}", text(&e))))
 }
 
 /// PostgreSQL's message, SQLSTATE and hint rather than the driver's "db error".
@@ -132,4 +252,93 @@ pub fn record(client: &mut Client, target: &Target, inventory: &str, captured_at
     let id: i64 = row.get(0);
     tx.commit().map_err(fail)?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(database: Option<&str>) -> Target {
+        Target {
+            database: database.map(String::from),
+            ledger_schema: "runtime_scheduler".into(),
+            environment: "production".into(),
+            keep_last: 20,
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn libpqs_variables_configure_the_connection() {
+        let env = vars(&[
+            ("PGHOST", "db1.example,db2.example"),
+            ("PGPORT", "5432,5433"),
+            ("PGUSER", "recorder"),
+            ("PGDATABASE", "app"),
+            ("PGAPPNAME", "recorder-eu"),
+            ("PGCONNECT_TIMEOUT", "1"),
+            ("PGOPTIONS", "-c statement_timeout=5s"),
+            ("PGTARGETSESSIONATTRS", "read-write"),
+        ]);
+        let config = configuration(&target(None), &env).unwrap();
+        assert_eq!(config.get_hosts(), [Host::Tcp("db1.example".into()), Host::Tcp("db2.example".into())]);
+        assert_eq!(config.get_ports(), [5432, 5433]);
+        assert_eq!((config.get_user(), config.get_dbname()), (Some("recorder"), Some("app")));
+        assert_eq!(config.get_application_name(), Some("recorder-eu"));
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(2)), "libpq's minimum of 2 s");
+        assert_eq!(config.get_options(), Some("-c statement_timeout=5s"));
+        assert_eq!(config.get_target_session_attrs(), TargetSessionAttrs::ReadWrite);
+        // Without PGAPPNAME, the program's name (pg_stat_activity shows it); --timeout without PGCONNECT_TIMEOUT.
+        let config = configuration(&target(None), &vars(&[("PGUSER", "u")])).unwrap();
+        assert_eq!(config.get_application_name(), Some("runtime-sandbox-recorder"));
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn what_the_program_cannot_honour_is_named() {
+        for (name, value) in [("PGSERVICE", "ledger"), ("PGSSLROOTCERT", "/etc/ca.pem"), ("PGHOSTADDR", "10.0.0.1")] {
+            let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), (name, value)])).unwrap_err();
+            assert!(failure.message.starts_with(&format!("{name} is set")), "{}", failure.message);
+        }
+        let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGTARGETSESSIONATTRS", "standby")])).unwrap_err();
+        assert!(failure.message.contains("PGTARGETSESSIONATTRS=standby"), "{}", failure.message);
+        let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGHOST", "a,b,c"), ("PGPORT", "1,2")])).unwrap_err();
+        assert!(failure.message.contains("2 ports for 3 hosts"), "{}", failure.message);
+    }
+
+    #[test]
+    fn the_password_file_is_read_as_libpq_reads_it() {
+        let dir = std::env::temp_dir().join(format!("recorder-pgpass-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pgpass");
+        std::fs::write(&file, "db.example:5432:app:recorder:from-file\nlocalhost:5432:*:sock:socket-pw\n").unwrap();
+        let path = file.display().to_string();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let env = vars(&[("PGHOST", "db.example"), ("PGUSER", "recorder"), ("PGDATABASE", "app"), ("PGPASSFILE", &path)]);
+        assert_eq!(configuration(&target(None), &env).unwrap().get_password(), Some(&b"from-file"[..]));
+        // A connection string without a password reads it too; a Unix socket matches "localhost".
+        let conninfo = "host=/var/run/postgresql user=sock dbname=x";
+        let env = vars(&[("PGPASSFILE", &path)]);
+        assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().get_password(), Some(&b"socket-pw"[..]));
+        // PGPASSWORD wins; a file others may read is ignored, as libpq ignores it.
+        let env = vars(&[("PGPASSFILE", &path), ("PGPASSWORD", "from-env")]);
+        assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().get_password(), Some(&b"from-env"[..]));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let env = vars(&[("PGPASSFILE", &path)]);
+            assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().get_password(), None);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
