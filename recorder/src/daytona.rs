@@ -283,19 +283,8 @@ enum Cause {
 }
 
 fn cause(error: &ureq::Error) -> Cause {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
-        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
-            return Cause::Permanent(tls_cause(tls));
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(inner) = io.get_ref() {
-                if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
-                    return Cause::Permanent(tls_cause(tls));
-                }
-            }
-        }
-        source = e.source();
+    if let Some(tls) = crate::tls::find(error) {
+        return Cause::Permanent(format!("{} (--ca-file, SSL_CERT_FILE)", crate::tls::cause(tls)));
     }
     let text = error.to_string();
     if matches!(error, ureq::Error::HostNotFound) || text.contains("Name or service not known") || text.contains("No address associated") {
@@ -305,21 +294,6 @@ fn cause(error: &ureq::Error) -> Cause {
         ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Cause::Transient("connection refused".into()),
         ureq::Error::Io(e) => Cause::Transient(format!("connection failed ({e})")),
         _ => Cause::Transient(format!("the request failed ({text})")),
-    }
-}
-
-/// A TLS failure in words.
-fn tls_cause(error: &rustls::Error) -> String {
-    use rustls::CertificateError as C;
-    match error {
-        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
-            "TLS: the server's certificate is signed by an unknown CA (--ca-file, SSL_CERT_FILE)".into()
-        }
-        rustls::Error::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
-            "TLS: the server's certificate is not valid for this host name".into()
-        }
-        rustls::Error::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => "TLS: the server's certificate has expired".into(),
-        other => format!("TLS: {other}"),
     }
 }
 

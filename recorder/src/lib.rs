@@ -7,10 +7,12 @@
 //! `listing` is the pure core (shapes, walk checks, mapping, coverage,
 //! waits); `daytona` and `record` are the I/O at the edges; `run` ties them.
 
+pub mod conninfo;
 pub mod daytona;
 pub mod listing;
 pub mod pgpass;
 pub mod record;
+pub mod tls;
 
 use clap::{Parser, ValueEnum};
 use daytona::{Credentials, Lister, Organization};

@@ -4,7 +4,10 @@
 //! transaction.
 
 use crate::Failure;
-use postgres::config::{ChannelBinding, Host, LoadBalanceHosts, TargetSessionAttrs};
+use crate::conninfo::{self, SslMode, TlsParams};
+use crate::tls::{self, Verify};
+use postgres::config::{ChannelBinding, Host, LoadBalanceHosts, SslMode as PgSslMode, TargetSessionAttrs};
+use tokio_postgres_rustls::MakeRustlsConnect;
 use postgres::{Client, Config, NoTls};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
@@ -25,9 +28,6 @@ const UNSUPPORTED: &[&str] = &[
     "PGSERVICE",
     "PGSERVICEFILE",
     "PGHOSTADDR",
-    "PGSSLCERT",
-    "PGSSLKEY",
-    "PGSSLROOTCERT",
     "PGSSLCRL",
     "PGSSLCRLDIR",
     "PGSSLPASSWORD",
@@ -43,7 +43,7 @@ const UNSUPPORTED: &[&str] = &[
 /// without a connection string (`env`: the process's variables): PGHOST and
 /// PGPORT (lists, for several hosts), PGUSER, PGDATABASE, PGPASSWORD,
 /// PGAPPNAME, PGCONNECT_TIMEOUT, PGOPTIONS, PGTARGETSESSIONATTRS,
-/// PGCHANNELBINDING, PGLOADBALANCEHOSTS; PGSSLMODE up to `prefer`.
+/// PGCHANNELBINDING, PGLOADBALANCEHOSTS (the TLS ones: `tls_settings`).
 pub fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Failure> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty());
     if let Some(name) = UNSUPPORTED.iter().find(|name| set(name).is_some()) {
@@ -117,11 +117,6 @@ pub fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, 
             other => return Err(Failure::usage(format!("PGLOADBALANCEHOSTS={other}: not disable or random"))),
         });
     }
-    if let Some(sslmode) = set("PGSSLMODE").filter(|m| m != "disable" && m != "prefer" && m != "allow") {
-        return Err(Failure::usage(format!(
-            "PGSSLMODE={sslmode}: this program connects without TLS; use the Unix socket or a trusted network"
-        )));
-    }
     Ok(config)
 }
 
@@ -155,11 +150,14 @@ fn password_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Optio
 
 /// The configuration a run connects with: --database, else libpq's
 /// variables; the password from PGPASSWORD or the password file when the
-/// configuration has none; PGAPPNAME or the program's name.
-pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Failure> {
-    let mut config = match &target.database {
-        Some(conninfo) => Config::from_str(conninfo).map_err(|e| Failure::usage(format!("--database: {e}")))?,
-        None => from_environment(env)?,
+/// configuration has none; PGAPPNAME or the program's name; and its TLS.
+pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<(Config, Tls), Failure> {
+    let (mut config, params) = match &target.database {
+        Some(conninfo) => {
+            let (rest, params) = conninfo::take_tls(conninfo).map_err(|e| Failure::usage(format!("--database: {e}")))?;
+            (Config::from_str(&rest).map_err(|e| Failure::usage(format!("--database: {e}")))?, params)
+        }
+        None => (from_environment(env)?, TlsParams::default()),
     };
     if config.get_password().is_none() {
         if let Some(password) = env("PGPASSWORD").filter(|p| !p.is_empty()).or_else(|| password_file(&config, env)) {
@@ -173,13 +171,106 @@ pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> R
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(target.connect_timeout);
     }
-    Ok(config)
+    let tls = tls_settings(&config, params, env)?;
+    Ok((config, tls))
+}
+
+/// How a run uses TLS: libpq's sslmode, and the rustls configuration for it
+/// (None with `disable`).
+pub struct Tls {
+    pub mode: SslMode,
+    pub config: Option<rustls::ClientConfig>,
+}
+
+/// libpq's TLS settings: the connection's parameters, else PGSSLMODE,
+/// PGSSLROOTCERT, PGSSLCERT, PGSSLKEY, else the defaults (`prefer`;
+/// ~/.postgresql/root.crt, postgresql.crt and postgresql.key when they
+/// exist). `require` with a root certificate verifies the chain, as libpq's
+/// does; `verify-ca` and `verify-full` need one (`system`: the bundled roots).
+/// A Unix socket never uses TLS, as in libpq.
+fn tls_settings(config: &Config, params: TlsParams, env: &dyn Fn(&str) -> Option<String>) -> Result<Tls, Failure> {
+    let value = |param: Option<String>, name: &str| param.filter(|v| !v.is_empty()).or_else(|| env(name).filter(|v| !v.is_empty()));
+    let sslmode = value(params.sslmode, "PGSSLMODE").unwrap_or_else(|| "prefer".into());
+    let mut mode = SslMode::parse(&sslmode).map_err(Failure::usage)?;
+    #[cfg(unix)]
+    if !config.get_hosts().is_empty() && config.get_hosts().iter().all(|h| matches!(h, Host::Unix(_))) {
+        mode = SslMode::Disable;
+    }
+    if mode == SslMode::Disable {
+        return Ok(Tls { mode, config: None });
+    }
+    let dot = env("HOME").filter(|h| !h.is_empty()).map(|home| std::path::Path::new(&home).join(".postgresql"));
+    let default = |name: &str| dot.as_ref().map(|d| d.join(name)).filter(|p| p.exists());
+    let rootcert = value(params.sslrootcert, "PGSSLROOTCERT");
+    let verifying = matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull);
+    let roots = match rootcert.as_deref() {
+        Some("system") => Some(tls::bundled_roots()),
+        Some(path) if verifying || std::path::Path::new(path).exists() => {
+            Some(tls::roots(path.as_ref()).map_err(|e| Failure::usage(format!("sslrootcert: {e}")))?)
+        }
+        Some(_) => None,
+        None => match default("root.crt") {
+            Some(path) => Some(tls::roots(&path).map_err(|e| Failure::usage(format!("sslrootcert: {e}")))?),
+            None => None,
+        },
+    };
+    let verify = match (mode, roots) {
+        (SslMode::VerifyFull, Some(roots)) => Verify::Full(roots),
+        (SslMode::VerifyCa, Some(roots)) => Verify::Chain(roots),
+        (SslMode::VerifyFull | SslMode::VerifyCa, None) => {
+            return Err(Failure::usage(format!(
+                "sslmode={sslmode} needs a root certificate: sslrootcert (PGSSLROOTCERT), or ~/.postgresql/root.crt"
+            )))
+        }
+        (_, Some(roots)) => Verify::Chain(roots),
+        (_, None) => Verify::Nothing,
+    };
+    let cert = value(params.sslcert, "PGSSLCERT");
+    let key = value(params.sslkey, "PGSSLKEY");
+    let identity = match (cert.map(std::path::PathBuf::from).or_else(|| default("postgresql.crt")), key.map(std::path::PathBuf::from).or_else(|| default("postgresql.key"))) {
+        (Some(cert), Some(key)) => Some(tls::client_identity(&cert, &key).map_err(|e| Failure::usage(format!("sslcert/sslkey: {e}")))?),
+        (Some(cert), None) => return Err(Failure::usage(format!("sslcert {}: no sslkey (PGSSLKEY) for it", cert.display()))),
+        _ => None,
+    };
+    let config = tls::client_config(verify, identity).map_err(|e| Failure::usage(format!("TLS: {e}")))?;
+    Ok(Tls { mode, config: Some(config) })
+}
+
+/// The first host and port, for messages.
+fn first_host(config: &Config) -> String {
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => format!("{host}:{port}"),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => format!("{} (port {port})", path.display()),
+        None => format!("localhost:{port}"),
+    }
 }
 
 pub fn connect(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<Client, Failure> {
-    configuration(target, env)?
-        .connect(NoTls)
-        .map_err(|e| Failure::database(format!("connecting to the database failed: {}", text(&e))))
+    let (mut config, tls) = configuration(target, env)?;
+    let host = first_host(&config);
+    let fail = |e: postgres::Error| {
+        let why = match (e.as_db_error(), tls::find(&e)) {
+            (Some(_), _) => text(&e),
+            (None, Some(cause)) => tls::cause(cause),
+            (None, None) => e.to_string(),
+        };
+        Failure::database(format!("connecting to the database at {host} failed: {why}"))
+    };
+    let make = |config: Option<rustls::ClientConfig>| MakeRustlsConnect::new(config.expect("a TLS mode has a configuration"));
+    match tls.mode {
+        SslMode::Disable => config.ssl_mode(PgSslMode::Disable).connect(NoTls).map_err(fail),
+        // libpq's allow: without TLS first, with it when the server refuses that.
+        SslMode::Allow => match config.ssl_mode(PgSslMode::Disable).connect(NoTls) {
+            Ok(client) => Ok(client),
+            Err(_) => config.ssl_mode(PgSslMode::Require).connect(make(tls.config)).map_err(fail),
+        },
+        SslMode::Prefer => config.ssl_mode(PgSslMode::Prefer).connect(make(tls.config)).map_err(fail),
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            config.ssl_mode(PgSslMode::Require).connect(make(tls.config)).map_err(fail)
+        }
+    }
 }
 
 /// PostgreSQL's message, SQLSTATE and hint rather than the driver's "db error".
@@ -285,7 +376,7 @@ mod tests {
             ("PGOPTIONS", "-c statement_timeout=5s"),
             ("PGTARGETSESSIONATTRS", "read-write"),
         ]);
-        let config = configuration(&target(None), &env).unwrap();
+        let config = configuration(&target(None), &env).unwrap().0;
         assert_eq!(config.get_hosts(), [Host::Tcp("db1.example".into()), Host::Tcp("db2.example".into())]);
         assert_eq!(config.get_ports(), [5432, 5433]);
         assert_eq!((config.get_user(), config.get_dbname()), (Some("recorder"), Some("app")));
@@ -294,20 +385,20 @@ mod tests {
         assert_eq!(config.get_options(), Some("-c statement_timeout=5s"));
         assert_eq!(config.get_target_session_attrs(), TargetSessionAttrs::ReadWrite);
         // Without PGAPPNAME, the program's name (pg_stat_activity shows it); --timeout without PGCONNECT_TIMEOUT.
-        let config = configuration(&target(None), &vars(&[("PGUSER", "u")])).unwrap();
+        let config = configuration(&target(None), &vars(&[("PGUSER", "u")])).unwrap().0;
         assert_eq!(config.get_application_name(), Some("runtime-sandbox-recorder"));
         assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(30)));
     }
 
     #[test]
     fn what_the_program_cannot_honour_is_named() {
-        for (name, value) in [("PGSERVICE", "ledger"), ("PGSSLROOTCERT", "/etc/ca.pem"), ("PGHOSTADDR", "10.0.0.1")] {
-            let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), (name, value)])).unwrap_err();
+        for (name, value) in [("PGSERVICE", "ledger"), ("PGSSLCRL", "/etc/crl.pem"), ("PGHOSTADDR", "10.0.0.1")] {
+            let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), (name, value)])).err().unwrap();
             assert!(failure.message.starts_with(&format!("{name} is set")), "{}", failure.message);
         }
-        let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGTARGETSESSIONATTRS", "standby")])).unwrap_err();
+        let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGTARGETSESSIONATTRS", "standby")])).err().unwrap();
         assert!(failure.message.contains("PGTARGETSESSIONATTRS=standby"), "{}", failure.message);
-        let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGHOST", "a,b,c"), ("PGPORT", "1,2")])).unwrap_err();
+        let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGHOST", "a,b,c"), ("PGPORT", "1,2")])).err().unwrap();
         assert!(failure.message.contains("2 ports for 3 hosts"), "{}", failure.message);
     }
 
@@ -324,20 +415,20 @@ mod tests {
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
         let env = vars(&[("PGHOST", "db.example"), ("PGUSER", "recorder"), ("PGDATABASE", "app"), ("PGPASSFILE", &path)]);
-        assert_eq!(configuration(&target(None), &env).unwrap().get_password(), Some(&b"from-file"[..]));
+        assert_eq!(configuration(&target(None), &env).unwrap().0.get_password(), Some(&b"from-file"[..]));
         // A connection string without a password reads it too; a Unix socket matches "localhost".
         let conninfo = "host=/var/run/postgresql user=sock dbname=x";
         let env = vars(&[("PGPASSFILE", &path)]);
-        assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().get_password(), Some(&b"socket-pw"[..]));
+        assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().0.get_password(), Some(&b"socket-pw"[..]));
         // PGPASSWORD wins; a file others may read is ignored, as libpq ignores it.
         let env = vars(&[("PGPASSFILE", &path), ("PGPASSWORD", "from-env")]);
-        assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().get_password(), Some(&b"from-env"[..]));
+        assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().0.get_password(), Some(&b"from-env"[..]));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
             let env = vars(&[("PGPASSFILE", &path)]);
-            assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().get_password(), None);
+            assert_eq!(configuration(&target(Some(conninfo)), &env).unwrap().0.get_password(), None);
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
