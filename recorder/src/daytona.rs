@@ -63,21 +63,51 @@ pub struct Lister {
 
 const USER_AGENT: &str = concat!("runtime-sandbox-recorder/", env!("CARGO_PKG_VERSION"));
 
-/// The HTTP client: rustls, the given timeout per request, the bundled roots
-/// or (`ca_file`) the CAs of that PEM file instead.
-pub fn agent(timeout: Duration, ca_file: Option<&std::path::Path>) -> Result<Agent, Failure> {
+/// The HTTP client: rustls, the given timeout per request, and the roots it
+/// trusts: `ca_file` (--ca-file) if given, else SSL_CERT_FILE and
+/// SSL_CERT_DIR when set (as OpenSSL reads them: they replace the defaults),
+/// else the bundled roots.
+pub fn agent(timeout: Duration, ca_file: Option<&std::path::Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Agent, Failure> {
     let mut config = Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).user_agent(USER_AGENT);
-    if let Some(path) = ca_file {
-        let pem = std::fs::read(path).map_err(|e| Failure::usage(format!("--ca-file {}: {e}", path.display())))?;
-        let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+    let pem_certs = |pem: &[u8]| -> Vec<ureq::tls::Certificate<'static>> {
+        ureq::tls::parse_pem(pem)
             .filter_map(|item| match item {
                 Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
                 _ => None,
             })
-            .collect();
+            .collect()
+    };
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    let certs = if let Some(path) = ca_file {
+        let pem = std::fs::read(path).map_err(|e| Failure::usage(format!("--ca-file {}: {e}", path.display())))?;
+        let certs = pem_certs(&pem);
         if certs.is_empty() {
             return Err(Failure::usage(format!("--ca-file {}: no PEM certificate in it", path.display())));
         }
+        Some(certs)
+    } else if set("SSL_CERT_FILE").is_some() || set("SSL_CERT_DIR").is_some() {
+        let mut certs = Vec::new();
+        if let Some(file) = set("SSL_CERT_FILE") {
+            let pem = std::fs::read(&file).map_err(|e| Failure::usage(format!("SSL_CERT_FILE {file}: {e}")))?;
+            certs.extend(pem_certs(&pem));
+        }
+        // OpenSSL's SSL_CERT_DIR: directories separated by ':', every PEM file in them.
+        for dir in set("SSL_CERT_DIR").iter().flat_map(|d| d.split(':').map(str::to_string).collect::<Vec<_>>()) {
+            let entries = std::fs::read_dir(&dir).map_err(|e| Failure::usage(format!("SSL_CERT_DIR {dir}: {e}")))?;
+            for entry in entries.flatten() {
+                if let Ok(pem) = std::fs::read(entry.path()) {
+                    certs.extend(pem_certs(&pem));
+                }
+            }
+        }
+        if certs.is_empty() {
+            return Err(Failure::usage("SSL_CERT_FILE / SSL_CERT_DIR: no PEM certificate in them"));
+        }
+        Some(certs)
+    } else {
+        None
+    };
+    if let Some(certs) = certs {
         let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::new_with_certs(&certs)).build();
         config = config.tls_config(tls);
     }
@@ -283,8 +313,12 @@ enum Cause {
 }
 
 fn cause(error: &ureq::Error) -> Cause {
-    if let Some(tls) = crate::tls::find(error) {
-        return Cause::Permanent(format!("{} (--ca-file, SSL_CERT_FILE)", crate::tls::cause(tls)));
+    let tls = match error {
+        ureq::Error::Io(io) => crate::tls::find(io),
+        other => crate::tls::find(other),
+    };
+    if let Some(tls) = tls {
+        return Cause::Permanent(format!("{} (trusted roots: --ca-file, SSL_CERT_FILE, SSL_CERT_DIR)", crate::tls::cause(tls)));
     }
     let text = error.to_string();
     if matches!(error, ureq::Error::HostNotFound) || text.contains("Name or service not known") || text.contains("No address associated") {

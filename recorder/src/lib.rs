@@ -177,8 +177,9 @@ pub struct Cli {
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub max_retry_wait: f64,
 
-    /// Trust the CA certificates of this PEM file instead of the bundled roots (a proxy's CA).
-    #[arg(long, value_name = "PATH")]
+    /// Trust the CA certificates of this PEM file instead of the bundled roots (a proxy's CA); wins over
+    /// SSL_CERT_FILE and SSL_CERT_DIR, which otherwise replace the bundled roots as they do OpenSSL's.
+    #[arg(long, env = "RUNTIME_SANDBOX_CA_FILE", value_name = "PATH")]
     pub ca_file: Option<PathBuf>,
 
     /// Print the inventory (a JSON array of {sandboxId, operationKey, routingDomain}) and record nothing;
@@ -351,7 +352,7 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
         retries: cli.retries,
         backoff: Duration::from_millis(cli.backoff_ms),
         max_wait,
-        agent: daytona::agent(timeout, cli.ca_file.as_deref())?,
+        agent: daytona::agent(timeout, cli.ca_file.as_deref(), env)?,
         operation_label: cli.operation_label.trim().to_string(),
         routing,
     };

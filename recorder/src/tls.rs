@@ -171,17 +171,18 @@ impl ServerCertVerifier for ChainOnly {
     }
 }
 
-/// The rustls error somewhere in an error's chain (an `io::Error` may carry it).
+/// The rustls error somewhere in an error's chain (an `io::Error` may carry
+/// it, itself inside another).
 pub fn find<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
+    let mut next: Option<&'a (dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
         if let Some(tls) = e.downcast_ref::<rustls::Error>() {
             return Some(tls);
         }
-        if let Some(tls) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|i| i.downcast_ref::<rustls::Error>()) {
-            return Some(tls);
-        }
-        source = e.source();
+        next = match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
     }
     None
 }
