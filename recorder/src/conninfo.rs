@@ -52,7 +52,7 @@ impl TlsParams {
 
 /// libpq parameters the program cannot honour in a connection string: named, never dropped.
 const UNSUPPORTED: &[&str] =
-    &["service", "sslcrl", "sslcrldir", "sslpassword", "sslsni", "requiressl", "sslnegotiation", "gssencmode", "hostaddr"];
+    &["sslcrl", "sslcrldir", "sslpassword", "sslsni", "requiressl", "sslnegotiation", "gssencmode", "hostaddr"];
 
 /// The connection string without its TLS parameters, and those parameters.
 pub fn take_tls(conninfo: &str) -> Result<(String, TlsParams), String> {
@@ -71,8 +71,8 @@ fn take_from_uri(uri: &str) -> Result<(String, TlsParams), String> {
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let key = decode(key)?;
-        if UNSUPPORTED.contains(&key.as_str()) {
-            return Err(format!("the parameter {key} is not supported by this program"));
+        if UNSUPPORTED.contains(&key.as_str()) || key == "service" {
+            return Err(format!("the parameter {key} is not supported by this program in a URI"));
         }
         if !params.take(&key, decode(value)?) {
             kept.push(pair);
@@ -103,6 +103,26 @@ fn decode(text: &str) -> Result<String, String> {
 fn take_from_pairs(conninfo: &str) -> Result<(String, TlsParams), String> {
     let mut params = TlsParams::default();
     let mut kept = Vec::new();
+    for (key, value) in parse_pairs(conninfo)? {
+        if UNSUPPORTED.contains(&key.as_str()) {
+            return Err(format!("the parameter {key} is not supported by this program"));
+        }
+        if !params.take(&key, value.clone()) {
+            kept.push((key, value));
+        }
+    }
+    Ok((render(&kept), params))
+}
+
+/// Whether a connection string is a URI (else `key=value` pairs).
+pub fn is_uri(conninfo: &str) -> bool {
+    let trimmed = conninfo.trim_start();
+    trimmed.starts_with("postgres://") || trimmed.starts_with("postgresql://")
+}
+
+/// The `key=value` pairs of a connection string, values unquoted.
+pub fn parse_pairs(conninfo: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
     let mut chars = conninfo.chars().peekable();
     loop {
         while chars.peek().is_some_and(|c| c.is_whitespace()) {
@@ -152,14 +172,54 @@ fn take_from_pairs(conninfo: &str) -> Result<(String, TlsParams), String> {
                 }
             }
         }
-        if UNSUPPORTED.contains(&key.as_str()) {
-            return Err(format!("the parameter {key} is not supported by this program"));
+        pairs.push((key, value));
+    }
+    Ok(pairs)
+}
+
+/// Pairs as a connection string (every value quoted).
+pub fn render(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(key, value)| format!("{key}='{}'", value.replace('\\', "\\\\").replace('\'', "\\'")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The parameters of service `name` in a connection service file (libpq's
+/// `pg_service.conf`: `[name]` sections of `key=value` lines, `#` comments);
+/// None when the file has no such section.
+pub fn service(contents: &str, name: &str) -> Option<Vec<(String, String)>> {
+    let mut section: Option<Vec<(String, String)>> = None;
+    for line in contents.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
         }
-        if !params.take(&key, value.clone()) {
-            kept.push(format!("{key}='{}'", value.replace('\\', "\\\\").replace('\'', "\\'")));
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if section.is_some() {
+                break;
+            }
+            if header.trim() == name {
+                section = Some(Vec::new());
+            }
+            continue;
+        }
+        if let (Some(pairs), Some((key, value))) = (section.as_mut(), line.split_once('=')) {
+            pairs.push((key.trim().to_string(), value.trim().to_string()));
         }
     }
-    Ok((kept.join(" "), params))
+    section
+}
+
+/// `pairs` with the defaults each key lacks (libpq's order: the connection's
+/// own, then its service's, then the environment's).
+pub fn with_defaults(mut pairs: Vec<(String, String)>, defaults: &[(String, String)]) -> Vec<(String, String)> {
+    for (key, value) in defaults {
+        if !pairs.iter().any(|(k, _)| k == key) {
+            pairs.push((key.clone(), value.clone()));
+        }
+    }
+    pairs
 }
 
 #[cfg(test)]
@@ -200,10 +260,23 @@ mod tests {
 
     #[test]
     fn what_the_program_cannot_honour_is_named() {
-        assert!(take_tls("service=ledger").unwrap_err().contains("service"));
+        assert!(take_tls("gssencmode=require").unwrap_err().contains("gssencmode"));
+        assert!(take_tls("postgres://h/db?service=x").unwrap_err().contains("service"));
         assert!(take_tls("postgres://h/db?sslcrl=/x").unwrap_err().contains("sslcrl"));
         assert_eq!(SslMode::parse("verify-ca"), Ok(SslMode::VerifyCa));
         assert!(SslMode::parse("verify_full").is_err());
     }
 
+
+    #[test]
+    fn a_service_file_section_and_the_order_of_defaults() {
+        let file = "# comment\n[other]\nhost=elsewhere\n[ledger]\nhost = db.example\nport=5433\ndbname=app\n\n[next]\nhost=x\n";
+        let ledger = service(file, "ledger").unwrap();
+        assert_eq!(ledger, [("host".into(), "db.example".into()), ("port".into(), "5433".into()), ("dbname".into(), "app".into())]);
+        assert_eq!(service(file, "missing"), None);
+        let own = parse_pairs("dbname=mine user=rec").unwrap();
+        let merged = with_defaults(own, &ledger);
+        assert_eq!(render(&merged), "dbname='mine' user='rec' host='db.example' port='5433'");
+        assert_eq!(parse_pairs(&render(&[("password".into(), r"a'b\c".into())])).unwrap(), [("password".to_string(), r"a'b\c".to_string())]);
+    }
 }

@@ -6,7 +6,7 @@
 use crate::Failure;
 use crate::conninfo::{self, SslMode, TlsParams};
 use crate::tls::{self, Verify};
-use postgres::config::{ChannelBinding, Host, LoadBalanceHosts, SslMode as PgSslMode, TargetSessionAttrs};
+use postgres::config::{Host, SslMode as PgSslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use postgres::{Client, Config, NoTls};
 use std::str::FromStr;
@@ -25,8 +25,6 @@ pub struct Target {
 
 /// libpq variables this program cannot honour: named, never silently dropped.
 const UNSUPPORTED: &[&str] = &[
-    "PGSERVICE",
-    "PGSERVICEFILE",
     "PGHOSTADDR",
     "PGSSLCRL",
     "PGSSLCRLDIR",
@@ -39,85 +37,93 @@ const UNSUPPORTED: &[&str] = &[
     "PGREQUIREAUTH",
 ];
 
-/// The connection settings libpq reads from the environment, for a run
-/// without a connection string (`env`: the process's variables): PGHOST and
-/// PGPORT (lists, for several hosts), PGUSER, PGDATABASE, PGPASSWORD,
-/// PGAPPNAME, PGCONNECT_TIMEOUT, PGOPTIONS, PGTARGETSESSIONATTRS,
-/// PGCHANNELBINDING, PGLOADBALANCEHOSTS (the TLS ones: `tls_settings`).
-pub fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Failure> {
+/// The connection parameters libpq takes from the environment, as
+/// `key=value` pairs (the defaults of what a connection string and its
+/// service leave out): PGHOST and PGPORT (lists, for several hosts), PGUSER
+/// (else USER), PGDATABASE, PGAPPNAME, PGCONNECT_TIMEOUT, PGOPTIONS,
+/// PGTARGETSESSIONATTRS, PGCHANNELBINDING, PGLOADBALANCEHOSTS. (PGPASSWORD and
+/// the TLS ones are read where they are used.)
+pub fn environment_pairs(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, Failure> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty());
     if let Some(name) = UNSUPPORTED.iter().find(|name| set(name).is_some()) {
         return Err(Failure::usage(format!(
             "{name} is set, which this program does not support: pass the settings in --database instead, or unset it"
         )));
     }
-    let mut config = Config::new();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut pair = |key: &str, value: String| pairs.push((key.to_string(), value));
     let host = set("PGHOST").unwrap_or_else(|| "/var/run/postgresql".into());
-    let hosts: Vec<&str> = host.split(',').collect();
-    for host in &hosts {
-        config.host(host);
-    }
+    let hosts = host.split(',').count();
+    pair("host", host);
     if let Some(ports) = set("PGPORT") {
-        let ports: Vec<&str> = ports.split(',').collect();
-        if ports.len() != 1 && ports.len() != hosts.len() {
-            return Err(Failure::usage(format!(
-                "PGPORT {ports:?}: {} ports for {} hosts (one port, or one per host)",
-                ports.len(),
-                hosts.len()
-            )));
+        let list: Vec<&str> = ports.split(',').collect();
+        if list.len() != 1 && list.len() != hosts {
+            return Err(Failure::usage(format!("PGPORT {ports:?}: {} ports for {hosts} hosts (one port, or one per host)", list.len())));
         }
-        for port in ports {
-            let port: u16 = port.trim().parse().map_err(|_| Failure::usage(format!("PGPORT: {port:?} is not a port")))?;
-            config.port(port);
+        if let Some(bad) = list.iter().find(|p| p.trim().parse::<u16>().is_err()) {
+            return Err(Failure::usage(format!("PGPORT: {bad:?} is not a port")));
         }
+        pair("port", ports);
     }
-    let user = set("PGUSER").or_else(|| set("USER")).ok_or_else(|| Failure::usage("no database user: set PGUSER"))?;
-    config.dbname(&set("PGDATABASE").unwrap_or_else(|| user.clone()));
-    config.user(&user);
-    if let Some(password) = set("PGPASSWORD") {
-        config.password(password);
+    if let Some(user) = set("PGUSER").or_else(|| set("USER")) {
+        pair("user", user);
+    }
+    if let Some(dbname) = set("PGDATABASE") {
+        pair("dbname", dbname);
     }
     if let Some(name) = set("PGAPPNAME") {
-        config.application_name(&name);
+        pair("application_name", name);
     }
     if let Some(seconds) = set("PGCONNECT_TIMEOUT") {
         // libpq: whole seconds; 0 or less waits forever, and under 2 counts as 2.
-        let seconds: i64 = seconds
+        let n: i64 = seconds
             .trim()
             .parse()
             .map_err(|_| Failure::usage(format!("PGCONNECT_TIMEOUT {seconds:?}: not a number of seconds")))?;
-        if seconds > 0 {
-            config.connect_timeout(Duration::from_secs(seconds.max(2) as u64));
+        if n > 0 {
+            pair("connect_timeout", n.max(2).to_string());
         }
     }
     if let Some(options) = set("PGOPTIONS") {
-        config.options(&options);
+        pair("options", options);
     }
-    if let Some(attrs) = set("PGTARGETSESSIONATTRS") {
-        config.target_session_attrs(match attrs.as_str() {
-            "any" => TargetSessionAttrs::Any,
-            "read-write" => TargetSessionAttrs::ReadWrite,
-            other => {
-                return Err(Failure::usage(format!("PGTARGETSESSIONATTRS={other}: this program supports any and read-write")))
+    for (name, key, allowed) in [
+        ("PGTARGETSESSIONATTRS", "target_session_attrs", &["any", "read-write"][..]),
+        ("PGCHANNELBINDING", "channel_binding", &["disable", "prefer", "require"][..]),
+        ("PGLOADBALANCEHOSTS", "load_balance_hosts", &["disable", "random"][..]),
+    ] {
+        if let Some(value) = set(name) {
+            if !allowed.contains(&value.as_str()) {
+                return Err(Failure::usage(format!("{name}={value}: this program supports {}", allowed.join(", "))));
             }
-        });
+            pair(key, value);
+        }
     }
-    if let Some(binding) = set("PGCHANNELBINDING") {
-        config.channel_binding(match binding.as_str() {
-            "disable" => ChannelBinding::Disable,
-            "prefer" => ChannelBinding::Prefer,
-            "require" => ChannelBinding::Require,
-            other => return Err(Failure::usage(format!("PGCHANNELBINDING={other}: not disable, prefer or require"))),
-        });
+    Ok(pairs)
+}
+
+/// The parameters of a connection service (libpq's pg_service.conf): the
+/// user's file (PGSERVICEFILE, else ~/.pg_service.conf) first, then the
+/// system's (PGSYSCONFDIR/pg_service.conf, else Debian's
+/// /etc/postgresql-common/pg_service.conf).
+fn service_parameters(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, Failure> {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    let user = set("PGSERVICEFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| set("HOME").map(|home| std::path::Path::new(&home).join(".pg_service.conf")));
+    let system = std::path::Path::new(&set("PGSYSCONFDIR").unwrap_or_else(|| "/etc/postgresql-common".into())).join("pg_service.conf");
+    let files: Vec<std::path::PathBuf> = user.into_iter().chain([system]).collect();
+    for file in &files {
+        if let Ok(contents) = std::fs::read_to_string(file) {
+            if let Some(parameters) = conninfo::service(&contents, name) {
+                return Ok(parameters);
+            }
+        }
     }
-    if let Some(balance) = set("PGLOADBALANCEHOSTS") {
-        config.load_balance_hosts(match balance.as_str() {
-            "disable" => LoadBalanceHosts::Disable,
-            "random" => LoadBalanceHosts::Random,
-            other => return Err(Failure::usage(format!("PGLOADBALANCEHOSTS={other}: not disable or random"))),
-        });
-    }
-    Ok(config)
+    Err(Failure::usage(format!(
+        "service {name:?} is not defined in {}",
+        files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(" nor in ")
+    )))
 }
 
 /// The password libpq's password file holds for the connection's first host
@@ -148,16 +154,38 @@ fn password_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Optio
     crate::pgpass::lookup(&contents, &host, port, database, user)
 }
 
-/// The configuration a run connects with: --database, else libpq's
-/// variables; the password from PGPASSWORD or the password file when the
-/// configuration has none; PGAPPNAME or the program's name; and its TLS.
+/// The configuration a run connects with, by libpq's precedence: --database's
+/// own parameters, then those of its service (`service=`, else PGSERVICE),
+/// then libpq's variables (a URI takes no service); the password from
+/// PGPASSWORD or the password file when none is given; PGAPPNAME or the
+/// program's name; and its TLS.
 pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> Result<(Config, Tls), Failure> {
-    let (mut config, params) = match &target.database {
-        Some(conninfo) => {
-            let (rest, params) = conninfo::take_tls(conninfo).map_err(|e| Failure::usage(format!("--database: {e}")))?;
-            (Config::from_str(&rest).map_err(|e| Failure::usage(format!("--database: {e}")))?, params)
+    let usage = |e: String| Failure::usage(format!("--database: {e}"));
+    let (mut config, params) = match target.database.as_deref() {
+        Some(uri) if conninfo::is_uri(uri) => {
+            let (rest, params) = conninfo::take_tls(uri).map_err(usage)?;
+            (Config::from_str(&rest).map_err(|e| usage(e.to_string()))?, params)
         }
-        None => (from_environment(env)?, TlsParams::default()),
+        conninfo => {
+            let own = conninfo.map(conninfo::parse_pairs).transpose().map_err(usage)?.unwrap_or_default();
+            let service = own.iter().find(|(k, _)| k == "service").map(|(_, v)| v.clone()).or_else(|| env("PGSERVICE").filter(|s| !s.is_empty()));
+            let mut pairs: Vec<(String, String)> = own.into_iter().filter(|(k, _)| k != "service").collect();
+            if let Some(name) = service {
+                pairs = conninfo::with_defaults(pairs, &service_parameters(&name, env)?);
+            }
+            pairs = conninfo::with_defaults(pairs, &environment_pairs(env)?);
+            // libpq: the database defaults to the user's name.
+            if !pairs.iter().any(|(k, _)| k == "dbname") {
+                if let Some((_, user)) = pairs.iter().find(|(k, _)| k == "user").cloned() {
+                    pairs.push(("dbname".into(), user));
+                }
+            }
+            if !pairs.iter().any(|(k, _)| k == "user") {
+                return Err(Failure::usage("no database user: set PGUSER (or user= in --database or the service)"));
+            }
+            let (rest, params) = conninfo::take_tls(&conninfo::render(&pairs)).map_err(usage)?;
+            (Config::from_str(&rest).map_err(|e| usage(e.to_string()))?, params)
+        }
     };
     if config.get_password().is_none() {
         if let Some(password) = env("PGPASSWORD").filter(|p| !p.is_empty()).or_else(|| password_file(&config, env)) {
@@ -383,7 +411,7 @@ mod tests {
         assert_eq!(config.get_application_name(), Some("recorder-eu"));
         assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(2)), "libpq's minimum of 2 s");
         assert_eq!(config.get_options(), Some("-c statement_timeout=5s"));
-        assert_eq!(config.get_target_session_attrs(), TargetSessionAttrs::ReadWrite);
+        assert_eq!(config.get_target_session_attrs(), postgres::config::TargetSessionAttrs::ReadWrite);
         // Without PGAPPNAME, the program's name (pg_stat_activity shows it); --timeout without PGCONNECT_TIMEOUT.
         let config = configuration(&target(None), &vars(&[("PGUSER", "u")])).unwrap().0;
         assert_eq!(config.get_application_name(), Some("runtime-sandbox-recorder"));
@@ -392,7 +420,7 @@ mod tests {
 
     #[test]
     fn what_the_program_cannot_honour_is_named() {
-        for (name, value) in [("PGSERVICE", "ledger"), ("PGSSLCRL", "/etc/crl.pem"), ("PGHOSTADDR", "10.0.0.1")] {
+        for (name, value) in [("PGGSSENCMODE", "require"), ("PGSSLCRL", "/etc/crl.pem"), ("PGHOSTADDR", "10.0.0.1")] {
             let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), (name, value)])).err().unwrap();
             assert!(failure.message.starts_with(&format!("{name} is set")), "{}", failure.message);
         }
@@ -400,6 +428,29 @@ mod tests {
         assert!(failure.message.contains("PGTARGETSESSIONATTRS=standby"), "{}", failure.message);
         let failure = configuration(&target(None), &vars(&[("PGUSER", "u"), ("PGHOST", "a,b,c"), ("PGPORT", "1,2")])).err().unwrap();
         assert!(failure.message.contains("2 ports for 3 hosts"), "{}", failure.message);
+    }
+
+    #[test]
+    fn a_service_gives_what_the_connection_string_leaves_out() {
+        let dir = std::env::temp_dir().join(format!("recorder-service-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pg_service.conf");
+        std::fs::write(&file, "[ledger]\nhost=db.example\nport=5433\ndbname=app\nuser=recorder\nsslmode=verify-full\nsslrootcert=system\n").unwrap();
+        let path = file.display().to_string();
+        // PGSERVICE, from PGSERVICEFILE; the environment only fills what the service leaves (PGHOST loses to it).
+        let env = vars(&[("PGSERVICE", "ledger"), ("PGSERVICEFILE", &path), ("PGHOST", "ignored.example"), ("PGAPPNAME", "rec")]);
+        let (config, tls) = configuration(&target(None), &env).unwrap();
+        assert_eq!(config.get_hosts(), [Host::Tcp("db.example".into())]);
+        assert_eq!((config.get_ports(), config.get_dbname(), config.get_user()), (&[5433][..], Some("app"), Some("recorder")));
+        assert_eq!(config.get_application_name(), Some("rec"));
+        assert_eq!(tls.mode, SslMode::VerifyFull, "the service's TLS settings apply");
+        // service= in --database: its own parameters win over the service's.
+        let (config, _) = configuration(&target(Some("service=ledger dbname=other")), &vars(&[("PGSERVICEFILE", &path)])).unwrap();
+        assert_eq!((config.get_dbname(), config.get_ports()), (Some("other"), &[5433][..]));
+        // An unknown service names the files looked in.
+        let failure = configuration(&target(Some("service=nowhere")), &vars(&[("PGSERVICEFILE", &path), ("PGSYSCONFDIR", "/nonexistent")])).err().unwrap();
+        assert!(failure.message.contains("service \"nowhere\" is not defined in") && failure.message.contains(&path), "{}", failure.message);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
