@@ -36,6 +36,8 @@ PGTEST_FILTER ?=
 # `make test-regress REGRESS_FILTER=docs_` runs only the pg_regress tests whose names contain it.
 REGRESS_FILTER ?=
 PSQL        := psql -X -h $(DEMO_DIR) -p $(DEMO_PORT) -U postgres
+# Where `make install` puts the recorder.
+BINDIR      ?= /usr/local/bin
 # Where `make bench` keeps each benchmark's output and the table.
 BENCH_OUT   ?= target/bench
 
@@ -53,16 +55,20 @@ build: setup
 
 ## Install into the server whose pg_config is $(PG_CONFIG) (an existing server: `make install PG_CONFIG=...`).
 ## Needs a Rust toolchain, libclang and that server's pg_config (and write access to its directories); it
-## installs no PostgreSQL.
+## installs no PostgreSQL. The recorder goes to $(BINDIR) (/usr/local/bin; `make install BINDIR=...`).
 install: setup-build
 	cargo pgrx install --release --pg-config $(PG_CONFIG) $(FEATURES)
+	cargo build --release -p runtime-sandbox-recorder
+	install -D -m 0755 target/release/runtime-sandbox-recorder $(DESTDIR)$(BINDIR)/runtime-sandbox-recorder
 
 install-dev: setup
 	cargo pgrx install --pg-config $(PG_CONFIG) $(FEATURES)
 
-## target/package/postgresql-NN-runtime-sandbox_<version>_amd64.deb for PG_MAJOR (scripts/package.sh).
+## target/package/postgresql-NN-runtime-sandbox_<version>_amd64.deb for PG_MAJOR (scripts/package.sh) and
+## target/package/runtime-sandbox-recorder_<version>_amd64.deb (scripts/package_recorder.sh).
 package: setup
 	@scripts/package.sh $(PG_CONFIG)
+	@scripts/package_recorder.sh
 
 ## Install the package with dpkg into a PostgreSQL that never saw this tree (15: the system's; 17: a Debian 13
 ## root made with debootstrap), run the pg_regress goldens there, dpkg -r it (scripts/test_package.sh).

@@ -5,8 +5,8 @@
 # The package holds the library, the control file, the current install script, every update script and a
 # copyright file, at Debian's paths for that major (/usr/lib/postgresql/NN/lib,
 # /usr/share/postgresql/NN/extension) whatever prefix the pg_config it was built with has; it depends on
-# postgresql-NN, and the recorder (/usr/bin/runtime-sandbox-recorder, recorder/). The frozen 0.1.0 install script stays out: nobody installs 0.1.0 any more, and every update
-# script from it is in.
+# postgresql-NN. The recorder has a package of its own (scripts/package_recorder.sh). The frozen 0.1.0 install
+# script stays out: nobody installs 0.1.0 any more, and every update script from it is in.
 set -euo pipefail
 pg_config=${1:?usage: scripts/package.sh PG_CONFIG}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +17,6 @@ name=postgresql-$major-runtime-sandbox
 cd "$root"
 
 cargo pgrx package --pg-config "$pg_config" --no-default-features --features "pg$major" >&2
-cargo build --release -p runtime-sandbox-recorder >&2
 built=target/release/runtime_sandbox-pg$major
 so=$(find "$built" -type f -name runtime_sandbox.so)
 ext=$(dirname "$(find "$built" -type f -name runtime_sandbox.control)")
@@ -26,11 +25,7 @@ ext=$(dirname "$(find "$built" -type f -name runtime_sandbox.control)")
 
 stage=target/package/$name
 rm -rf "$stage" && mkdir -p "$stage/DEBIAN" "$stage/usr/lib/postgresql/$major/lib" \
-  "$stage/usr/share/postgresql/$major/extension" "$stage/usr/share/doc/$name" "$stage/usr/bin"
-install -m 0755 target/release/runtime-sandbox-recorder "$stage/usr/bin/runtime-sandbox-recorder"
-mkdir -p "$stage/usr/share/doc/$name/examples"
-install -m 0644 recorder/deploy/* "$stage/usr/share/doc/$name/examples/"
-strip --strip-unneeded "$stage/usr/bin/runtime-sandbox-recorder"
+  "$stage/usr/share/postgresql/$major/extension" "$stage/usr/share/doc/$name"
 install -m 0644 "$so" "$stage/usr/lib/postgresql/$major/lib/runtime_sandbox.so"
 strip --strip-unneeded "$stage/usr/lib/postgresql/$major/lib/runtime_sandbox.so"
 install -m 0644 "$ext/runtime_sandbox.control" "$ext/runtime_sandbox--$version.sql" \
@@ -39,28 +34,7 @@ for update in sql/runtime_sandbox--*--*.sql; do
   install -m 0644 "$update" "$stage/usr/share/postgresql/$major/extension/"
 done
 
-cat > "$stage/usr/share/doc/$name/copyright" <<'COPYRIGHT'
-Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
-Upstream-Name: runtime_sandbox
-
-Files: *
-Copyright: 2026 the runtime_sandbox developers
-License: MIT
- Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
- associated documentation files (the "Software"), to deal in the Software without restriction, including
- without limitation the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
- copies of the Software, and to permit persons to whom the Software is furnished to do so, subject to the
- following conditions:
- .
- The above copyright notice and this permission notice shall be included in all copies or substantial
- portions of the Software.
- .
- THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT
- LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO
- EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN
- AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE
- OR OTHER DEALINGS IN THE SOFTWARE.
-COPYRIGHT
+sed -n '/^Format:/,$p' "$root/scripts/copyright" > "$stage/usr/share/doc/$name/copyright"
 
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL
@@ -69,6 +43,7 @@ Version: $version
 Architecture: $arch
 Maintainer: runtime_sandbox developers <runtime-sandbox@localhost>
 Depends: postgresql-$major, libc6
+Suggests: runtime-sandbox-recorder
 Section: database
 Priority: optional
 Installed-Size: $size
@@ -76,8 +51,8 @@ Description: sandbox ledger reconciliation, backfill paging and stock hashes for
  runtime_sandbox is a PostgreSQL extension: it reconciles a sandbox provider's inventory (Daytona) against
  a ledger kept in the database, pages the normalized operations backfill, and computes the stock hashes of
  managed environments. After installing: CREATE EXTENSION runtime_sandbox; (as a superuser).
- runtime-sandbox-recorder (in /usr/bin) lists Daytona completely and records each listing for the
- scheduled reconciliation.
+ The package runtime-sandbox-recorder lists Daytona and records each listing for the scheduled
+ reconciliation.
 CONTROL
 
 deb=target/package/${name}_${version}_${arch}.deb

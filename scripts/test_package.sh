@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The package test: build postgresql-NN-runtime-sandbox (scripts/package.sh), install it with dpkg into a
-# PostgreSQL that has never seen this source tree, run the pg_regress goldens there (all four databases), then
-# `dpkg -r` it and check that nothing of it is left.
+# The package test: build postgresql-NN-runtime-sandbox (scripts/package.sh) and runtime-sandbox-recorder
+# (scripts/package_recorder.sh), install both with dpkg into a system with a PostgreSQL that has never seen this
+# source tree, run the pg_regress goldens there (all four databases) and the recorder, then remove them (the
+# recorder purged) and check that nothing of them is left.
 #   scripts/test_package.sh 15   into the system's PostgreSQL 15 (Debian 12), in a scratch cluster of its own;
 #                                a development install (make install-dev) is removed first, so only the
 #                                package's files are tested, and is not put back
@@ -16,7 +17,8 @@ root=$(dirname "$here")
 name=postgresql-$major-runtime-sandbox
 pg_config=$("$here/pg_server.sh" "$major")   # the build's pg_config (and the client programs pg_regress uses)
 deb=$("$here/package.sh" "$pg_config" | tail -1)
-echo "test_package: $(basename "$deb")"
+rdeb=$("$here/package_recorder.sh" | tail -1)
+echo "test_package: $(basename "$deb") $(basename "$rdeb")"
 port=${RUNTIME_SANDBOX_PKG_PORT:-$([ "$major" = 15 ] && echo 28817 || echo "29${major}7")}
 dir=/tmp/runtime_sandbox-pkg-$major
 
@@ -29,11 +31,19 @@ check_installed() {   # $1: a command prefix that runs dpkg-query in the target 
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.4.0.sql" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.1.0--0.2.0.sql" \
               "/usr/share/postgresql/$major/extension/runtime_sandbox--0.2.0--0.3.0.sql" \
-              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.3.0--0.4.0.sql" \
-              "/usr/bin/runtime-sandbox-recorder" \
-              "/usr/share/doc/$name/examples/runtime-sandbox-recorder.service"; do
+              "/usr/share/postgresql/$major/extension/runtime_sandbox--0.3.0--0.4.0.sql"; do
     grep -qx "$want" <<<"$listed" || { echo "test_package: the package does not install $want" >&2; exit 1; }
   done
+  # The recorder's package: its program, units and settings (a conffile), and the user the service runs as.
+  listed=$($1 dpkg-query -L runtime-sandbox-recorder)
+  for want in /usr/bin/runtime-sandbox-recorder /usr/lib/systemd/system/runtime-sandbox-recorder.service \
+              /usr/lib/systemd/system/runtime-sandbox-recorder.timer /etc/runtime-sandbox/recorder.env \
+              /usr/share/doc/runtime-sandbox-recorder/examples/cronjob.yaml; do
+    grep -qx "$want" <<<"$listed" || { echo "test_package: the recorder's package does not install $want" >&2; exit 1; }
+  done
+  $1 dpkg-query -W -f='${Conffiles}' runtime-sandbox-recorder | grep -q '/etc/runtime-sandbox/recorder.env' || {
+    echo "test_package: recorder.env is not a conffile" >&2; exit 1; }
+  $1 getent passwd runtime-sandbox >/dev/null || { echo "test_package: no user runtime-sandbox" >&2; exit 1; }
   # The recorder runs in the target system (its own libc), and says which version it is.
   $1 /usr/bin/runtime-sandbox-recorder --version | grep -qx "runtime-sandbox-recorder 0.4.0" || {
     echo "test_package: /usr/bin/runtime-sandbox-recorder does not run there" >&2; exit 1; }
@@ -41,8 +51,9 @@ check_installed() {   # $1: a command prefix that runs dpkg-query in the target 
 check_gone() {   # $1: the target system's root ('' for this one)
   local left
   left=$(find "$1/usr/lib/postgresql/$major/lib" "$1/usr/share/postgresql/$major/extension" "$1/usr/share/doc" \
-              "$1/usr/bin/runtime-sandbox-recorder" \( -name 'runtime_sandbox.so' -o -name 'runtime_sandbox.control' -o -name 'runtime_sandbox--*.sql' -o -name 'runtime-sandbox-recorder' \
-                 -o -name "$name" \) 2>/dev/null || true)
+              "$1/usr/bin/runtime-sandbox-recorder" "$1/usr/lib/systemd/system" "$1/etc/runtime-sandbox" \
+              \( -name 'runtime_sandbox.so' -o -name 'runtime_sandbox.control' -o -name 'runtime_sandbox--*.sql' \
+                 -o -name 'runtime-sandbox-recorder*' -o -name 'recorder.env' -o -name "$name" \) 2>/dev/null || true)
   if [ -n "$left" ]; then echo "test_package: dpkg -r left behind: $left" >&2; exit 1; fi
   echo "test_package: dpkg -r left nothing behind"
 }
@@ -51,8 +62,9 @@ case "$major" in
 15)
   libdir=$("$pg_config" --pkglibdir) extdir=$("$pg_config" --sharedir)/extension
   if dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q 'ok installed'; then dpkg -r "$name" >/dev/null; fi
+  if dpkg-query -W -f='${Status}' runtime-sandbox-recorder 2>/dev/null | grep -q 'ok installed'; then dpkg -P runtime-sandbox-recorder >/dev/null; fi
   rm -f "$libdir/runtime_sandbox.so" "$extdir"/runtime_sandbox.control "$extdir"/runtime_sandbox--*.sql
-  dpkg -i "$deb" >/dev/null
+  dpkg -i "$deb" "$rdeb" >/dev/null
   check_installed ""
   "$here/cluster.sh" stop "$dir"; rm -rf "$dir"
   PG_CONFIG=$pg_config "$here/cluster.sh" start "$dir" "$port"
@@ -60,6 +72,7 @@ case "$major" in
   PG_CONFIG=$pg_config "$here/regress.sh" "$dir" "$port" || status=$?
   "$here/cluster.sh" stop "$dir"; rm -rf "$dir"
   dpkg -r "$name" >/dev/null
+  dpkg -P runtime-sandbox-recorder >/dev/null
   check_gone ""
   exit $status
   ;;
@@ -101,10 +114,13 @@ if [ "$(cat "$droot/.runtime_sandbox_ready" 2>/dev/null)" != "$recipe" ]; then
 fi
 mount_in
 
-cp "$deb" "$droot/tmp/"
+cp "$deb" "$rdeb" "$droot/tmp/"
 if in_root dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q 'ok installed'; then in_root dpkg -r "$name" >/dev/null; fi
-in_root dpkg -i "/tmp/$(basename "$deb")" >/dev/null
-rm -f "$droot/tmp/$(basename "$deb")"
+if in_root dpkg-query -W -f='${Status}' runtime-sandbox-recorder 2>/dev/null | grep -q 'ok installed'; then
+  in_root dpkg -P runtime-sandbox-recorder >/dev/null
+fi
+in_root dpkg -i "/tmp/$(basename "$deb")" "/tmp/$(basename "$rdeb")" >/dev/null
+rm -f "$droot/tmp/$(basename "$deb")" "$droot/tmp/$(basename "$rdeb")"
 check_installed in_root
 
 # A cluster inside the root, run by the root's own postgres user and server binaries.
@@ -133,5 +149,6 @@ PG_CONFIG=$pg_config RUNTIME_SANDBOX_REGRESS_SERVER=running \
 stop_server
 rm -rf "$droot$data"
 in_root dpkg -r "$name" >/dev/null
+in_root dpkg -P runtime-sandbox-recorder >/dev/null
 check_gone "$droot"
 exit $status
