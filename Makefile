@@ -16,7 +16,7 @@ export PG_MAJOR RUNTIME_SANDBOX_PG_ROOT := $(PG_ROOT)
 ALSO_MAJORS ?= $(if $(filter 15,$(PG_MAJOR)),17,)
 # ... and a part of it on these (test-light).
 LIGHT_MAJORS ?= $(if $(filter 15,$(PG_MAJOR)),16 18,)
-# The majors whose package test_package.sh installs and tests (last in test-one: on 15 it removes the dev install).
+# The majors whose package test_package.sh installs and tests (it puts back what was installed before).
 PACKAGE_MAJORS ?= 15 17
 # The major of the server PG_CONFIG belongs to: the build's pgNN feature.
 SERVER_MAJOR = $(shell $(PG_CONFIG) --version 2>/dev/null | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')

@@ -4,8 +4,9 @@
 # source tree, run the pg_regress goldens there (all four databases) and the recorder, then remove them (the
 # recorder purged) and check that nothing of them is left.
 #   scripts/test_package.sh 15   into the system's PostgreSQL 15 (Debian 12), in a scratch cluster of its own;
-#                                a development install (make install-dev) is removed first, so only the
-#                                package's files are tested, and is not put back
+#                                a development install (make install, make install-dev) is set aside first,
+#                                so only the package's files are tested, and put back afterwards (installed
+#                                packages are reinstalled from this build); a cluster then creates the extension
 #   scripts/test_package.sh 17   into a Debian 13 root made with debootstrap from the system's mirror, with its own
 #                                postgresql-17 and postgresql-17-cron installed by apt in it (cached under
 #                                RUNTIME_SANDBOX_PG_ROOT/debian13): what a user on Debian 13 does
@@ -61,8 +62,19 @@ check_gone() {   # $1: the target system's root ('' for this one)
 case "$major" in
 15)
   libdir=$("$pg_config" --pkglibdir) extdir=$("$pg_config" --sharedir)/extension
-  if dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q 'ok installed'; then dpkg -r "$name" >/dev/null; fi
-  if dpkg-query -W -f='${Status}' runtime-sandbox-recorder 2>/dev/null | grep -q 'ok installed'; then dpkg -P runtime-sandbox-recorder >/dev/null; fi
+  # What this system had is put back afterwards: the packages (reinstalled from this build) or the files a
+  # make install / make install-dev left (kept aside meanwhile), so a demo cluster still has its extension.
+  installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+  had_package=$(installed "$name" && echo yes || true)
+  had_recorder=$(installed runtime-sandbox-recorder && echo yes || true)
+  kept=$(mktemp -d)
+  if [ -z "$had_package" ]; then
+    for f in "$libdir/runtime_sandbox.so" "$extdir"/runtime_sandbox.control "$extdir"/runtime_sandbox--*.sql; do
+      if [ -e "$f" ]; then cp -p "$f" "$kept/"; fi
+    done
+  fi
+  if [ -n "$had_package" ]; then dpkg -r "$name" >/dev/null; fi
+  if [ -n "$had_recorder" ]; then dpkg -P runtime-sandbox-recorder >/dev/null; fi
   rm -f "$libdir/runtime_sandbox.so" "$extdir"/runtime_sandbox.control "$extdir"/runtime_sandbox--*.sql
   dpkg -i "$deb" "$rdeb" >/dev/null
   check_installed ""
@@ -74,6 +86,23 @@ case "$major" in
   dpkg -r "$name" >/dev/null
   dpkg -P runtime-sandbox-recorder >/dev/null
   check_gone ""
+  # Put back what was there, and check that a cluster can still create the extension.
+  if [ -n "$had_package" ]; then dpkg -i "$deb" >/dev/null; fi
+  if [ -n "$had_recorder" ]; then dpkg -i "$rdeb" >/dev/null; fi
+  if [ -e "$kept/runtime_sandbox.so" ]; then
+    install -m 0644 "$kept/runtime_sandbox.so" "$libdir/"
+    install -m 0644 "$kept"/runtime_sandbox.control "$kept"/runtime_sandbox--*.sql "$extdir/"
+  fi
+  rm -rf "$kept"
+  if [ -n "$had_package" ] || [ -e "$libdir/runtime_sandbox.so" ]; then
+    PG_CONFIG=$pg_config "$here/cluster.sh" start "$dir" "$port"
+    { psql -X -q -h "$dir" -p "$port" -U postgres -d postgres -c "CREATE DATABASE runtime_sandbox_put_back" &&
+      psql -X -q -h "$dir" -p "$port" -U postgres -d runtime_sandbox_put_back -v ON_ERROR_STOP=1 \
+        -c "CREATE EXTENSION runtime_sandbox"; } >/dev/null ||
+      { echo "test_package: CREATE EXTENSION fails after the package test put back the install" >&2; status=1; }
+    "$here/cluster.sh" stop "$dir"; rm -rf "$dir"
+    echo "test_package: put back what was installed; CREATE EXTENSION works"
+  fi
   exit $status
   ;;
 17) ;;

@@ -231,6 +231,49 @@ fn operator_with_only_the_documented_grants_runs_every_job() {
     common::connect("postgres").batch_execute(&format!("DROP ROLE {OPERATOR}")).unwrap();
 }
 
+/// The ```sql block of docs/privileges.md that grants install_ledger to the application's migration role.
+fn documented_installer_grant() -> String {
+    let text = std::fs::read_to_string(repo().join("docs/privileges.md")).unwrap();
+    let section = text.split("\n## Installing").nth(1).expect("docs/privileges.md has ## Installing");
+    let section = section.split("\n## ").next().unwrap();
+    let block = section.split("```sql\n").find(|b| b.contains("install_ledger(name)")).expect("a GRANT on install_ledger");
+    block.split("```").next().unwrap().to_string()
+}
+
+#[test]
+fn the_schemas_owner_runs_install_ledger_with_the_documented_grant() {
+    let db = common::fresh_database("it_hardening_installer");
+    let mut admin = common::connect(&db);
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS app_migrations; DROP ROLE IF EXISTS app_owner;
+             CREATE ROLE app_owner NOLOGIN; CREATE ROLE app_migrations LOGIN IN ROLE app_owner;
+             CREATE SCHEMA app_ledger AUTHORIZATION app_owner;",
+        )
+        .unwrap();
+    let mut migrations = common::connect_as("app_migrations", &db);
+    let err = migrations.batch_execute("SELECT runtime_sandbox.install_ledger('app_ledger')").unwrap_err();
+    assert_eq!(err.as_db_error().map(|e| e.code().code()), Some("42501"), "{}", common::db_message(&err));
+    admin.batch_execute(&documented_installer_grant()).unwrap_or_else(|e| panic!("{}", common::db_message(&e)));
+    migrations
+        .batch_execute("SELECT runtime_sandbox.install_ledger('app_ledger')")
+        .unwrap_or_else(|e| panic!("install_ledger as the owner's member: {}", common::db_message(&e)));
+    // Everything it made belongs to the schema's owner; a schema of another owner is still refused.
+    let owners: Vec<String> = admin
+        .query("SELECT DISTINCT tableowner::text FROM pg_tables WHERE schemaname = 'app_ledger'", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(owners, ["app_owner"]);
+    admin.batch_execute("CREATE SCHEMA other_ledger").unwrap();
+    let err = migrations.batch_execute("SELECT runtime_sandbox.install_ledger('other_ledger')").unwrap_err();
+    assert_eq!(err.as_db_error().map(|e| e.code().code()), Some("42501"), "{}", common::db_message(&err));
+    drop((admin, migrations));
+    common::drop_database(&db);
+    common::connect("postgres").batch_execute("DROP ROLE app_migrations; DROP ROLE app_owner").unwrap();
+}
+
 const LOOK_ALIKE_TABLES: &[&str] = &[
     "runtime_scheduler.runs",
     "runtime_scheduler.attempts",
