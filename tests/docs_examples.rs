@@ -347,7 +347,8 @@ fn prose_words(text: &str) -> usize {
 
 /// The words a reader sees on all user pages (README.md and docs/ outside docs/design/) may not grow past this: about
 /// 50 minutes of reading for everything, the newcomer's path (README, concepts, one capability page) a quarter of it.
-const CEILING: usize = 12_000;
+/// (12,000 until the adoption path — who runs each step, with which grants — needed its room.)
+const CEILING: usize = 12_500;
 
 #[test]
 fn user_pages_name_no_test_or_source_file() {
