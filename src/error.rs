@@ -34,6 +34,8 @@ pub enum Kind {
     UnusableLedger,
     /// 42501: the caller may not act as the ledger's owner.
     NotOwner,
+    /// 42501: a pg_cron job would run as a role that may not execute what it calls.
+    JobNotRunnable,
     /// 2D000: a call that COMMITs, made inside a transaction block.
     InvalidTransactionTermination,
     /// 25006: a call that writes, on a standby.
@@ -41,7 +43,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::InvalidArgument,
         Kind::NotInstalled,
         Kind::ConcurrentChange,
@@ -53,6 +55,7 @@ impl Kind {
         Kind::DataCorrupted,
         Kind::UnusableLedger,
         Kind::NotOwner,
+        Kind::JobNotRunnable,
         Kind::InvalidTransactionTermination,
         Kind::ReadOnly,
     ];
@@ -70,7 +73,7 @@ impl Kind {
             Kind::BrokenInstall => "55000",
             Kind::DataCorrupted => "XX001",
             Kind::UnusableLedger => "55000",
-            Kind::NotOwner => "42501",
+            Kind::NotOwner | Kind::JobNotRunnable => "42501",
             Kind::InvalidTransactionTermination => "2D000",
             Kind::ReadOnly => "25006",
         }
@@ -137,6 +140,28 @@ impl Error {
              with the caller's; the caller must be the owner, a member of the owner's role, or a superuser.",
         )
         .hint(format!("GRANT \"{}\" TO \"{}\";", owner.replace('"', "\"\""), caller.replace('"', "\"\"")))
+    }
+}
+
+impl Error {
+    /// A job that would run as `role`, which may not execute `missing` (regprocedure texts) it calls.
+    pub fn job_not_runnable(function: &str, role: &str, missing: &[String]) -> Self {
+        let role_ident = format!("\"{}\"", role.replace('"', "\"\""));
+        Error::new(
+            Kind::JobNotRunnable,
+            format!(
+                "{function}: the job would run as role {role:?}, which may not execute {}; nothing was scheduled",
+                missing.join(", ")
+            ),
+        )
+        .detail("A pg_cron job runs as the role that scheduled it, and its procedure calls these with that role's rights.")
+        .hint(
+            missing
+                .iter()
+                .map(|routine| format!("GRANT EXECUTE ON ROUTINE {routine} TO {role_ident};"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
     }
 }
 

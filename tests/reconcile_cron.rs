@@ -359,3 +359,60 @@ fn jobs_for_a_ledger_in_another_database_than_pg_cron() {
     common::connect("postgres").batch_execute(&format!("DROP DATABASE {APP} WITH (FORCE)")).unwrap();
     teardown(&mut cron);
 }
+
+/// A job is scheduled only when the role it will run as (the one scheduling it) may execute what it calls: a
+/// ledger's owner with EXECUTE on the schedule functions but not on the jobs' procedures is refused (42501, nothing
+/// scheduled) with the GRANTs that fix it; with them, both jobs are scheduled, as that role.
+#[test]
+fn a_job_its_role_could_not_run_is_refused_with_the_grants() {
+    const SCHEDULER: &str = "rs_cron_scheduler";
+    let _one_at_a_time = CRON_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut db = common::connect("postgres");
+    setup(&mut db);
+    db.batch_execute(&format!(
+        "DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{SCHEDULER}') THEN
+             DROP OWNED BY {SCHEDULER}; DROP ROLE {SCHEDULER}; END IF; END $$;
+         CREATE ROLE {SCHEDULER} LOGIN IN ROLE {OWNER};
+         GRANT USAGE ON SCHEMA cron TO {SCHEDULER};
+         GRANT EXECUTE ON FUNCTION runtime_sandbox.schedule_reconciliation, runtime_sandbox.unschedule_reconciliation,
+               runtime_sandbox.schedule_sandbox_operation_backfill, runtime_sandbox.unschedule_sandbox_operation_backfill
+               TO {SCHEDULER};
+         DROP SCHEMA {BACKFILL_LEDGER} CASCADE; CREATE SCHEMA {BACKFILL_LEDGER} AUTHORIZATION {OWNER};
+         SELECT runtime_sandbox.install_ledger('{BACKFILL_LEDGER}');"
+    ))
+    .unwrap();
+    let mut scheduler = common::connect_as(SCHEDULER, "postgres");
+    let jobs = |db: &mut Client| -> i64 {
+        db.query_one(&format!("SELECT count(*) FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}'"), &[])
+            .unwrap()
+            .get(0)
+    };
+    let calls = [
+        format!("SELECT runtime_sandbox.schedule_reconciliation('*/5 * * * *', ledger_schema => '{LEDGER}')"),
+        format!("SELECT runtime_sandbox.schedule_sandbox_operation_backfill('*/5 * * * *', ledger_schema => '{BACKFILL_LEDGER}')"),
+    ];
+    for call in &calls {
+        let before = jobs(&mut db);
+        let err = scheduler.batch_execute(call).expect_err("a job its role could not run");
+        let db_error = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
+        assert_eq!(db_error.code().code(), "42501", "{}", db_error.message());
+        assert!(db_error.message().contains(&format!("the job would run as role \"{SCHEDULER}\", which may not execute")), "{}", db_error.message());
+        let hint = db_error.hint().unwrap_or_default().to_string();
+        assert!(hint.starts_with("GRANT EXECUTE ON ROUTINE runtime_sandbox."), "{hint}");
+        assert_eq!(jobs(&mut db), before, "nothing scheduled");
+        // The HINT's GRANTs, run by the extension's owner, make the job runnable.
+        db.batch_execute(&hint).unwrap_or_else(|e| panic!("the hint's grants: {}", common::db_message(&e)));
+        scheduler.batch_execute(call).unwrap_or_else(|e| panic!("{call}: {}", common::db_message(&e)));
+    }
+    assert_eq!(jobs(&mut db), 2);
+    let owners: Vec<String> = db
+        .query(&format!("SELECT DISTINCT username::text FROM cron.job WHERE jobname LIKE '%:{LEDGER}' OR jobname LIKE '%:{BACKFILL_LEDGER}'"), &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(owners, [SCHEDULER]);
+    drop(scheduler);
+    teardown(&mut db);
+    db.batch_execute(&format!("DROP OWNED BY {SCHEDULER}; DROP ROLE {SCHEDULER}")).unwrap();
+}

@@ -630,6 +630,9 @@ fn raise(sqlstate: &str, template: &str) -> Result<(&'static str, &'static str),
              GRANT EXECUTE ON FUNCTION runtime_sandbox.backfill_status(name) TO rs_errors_stranger",
             "SET ROLE rs_errors_stranger; SELECT * FROM runtime_sandbox.backfill_status('e_owned')",
         ),
+        "42501" if t("runtime_sandbox: <function>: the job would run as role") => {
+            return Err("pg_cron schedules only from its own database: tests/reconcile_cron.rs")
+        }
         "42501" if t("runtime_sandbox: schema runtime_sandbox already exists") => {
             return Err("CREATE EXTENSION in a database of its own: tests/extension_lifecycle.rs")
         }

@@ -240,6 +240,30 @@ pub fn reconcile_command(job_name: &str, ledger: &SchemaName, job: &ReconcileJob
 }
 
 /// What the backfill job runs: the procedure, committing page by page.
+/// What the role of a reconciliation job must be allowed to execute: the
+/// procedure it CALLs and what that calls with its rights.
+pub fn reconcile_job_needs(environment: &str) -> &'static [&'static str] {
+    const PRODUCTION: &[&str] = &[
+        "runtime_sandbox.run_reconciliation_job(integer, interval, interval, integer, real, name)",
+        "runtime_sandbox.run_reconciliation_job_in_environment(text, integer, interval, interval, integer, real, name)",
+        "runtime_sandbox.reconcile_daytona_latest(boolean, integer, interval, interval, integer, name, real, text)",
+    ];
+    if environment == crate::args::DEFAULT_ENVIRONMENT {
+        PRODUCTION
+    } else {
+        &PRODUCTION[1..]
+    }
+}
+
+/// What the role of a backfill job must be allowed to execute.
+pub const BACKFILL_JOB_NEEDS: &[&str] = &[
+    "runtime_sandbox.run_sandbox_operation_backfill(integer, integer, interval, name)",
+    "runtime_sandbox._backfill_run_lock_key(integer, integer, interval, name)",
+    "runtime_sandbox._backfill_run_lock(bigint)",
+    "runtime_sandbox.advance_sandbox_operation_backfill(boolean, integer, integer, name)",
+    "runtime_sandbox._backfill_run_unlock(bigint)",
+];
+
 pub fn backfill_command(job_name: &str, batch_size: i32, max_batches: Option<i32>, ledger: &SchemaName) -> String {
     job_command(
         job_name,

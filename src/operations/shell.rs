@@ -10,7 +10,7 @@ use crate::reconcile::inventory::{parse_inventory_jsonb, InventoryColumns, Inven
 use crate::reconcile::shell::{self as reconcile, execute, Ledger, Listing, Options};
 use crate::reconcile::summary::{self, Status, Summary};
 use crate::shell::types::{JsonbBytes, Name};
-use crate::shell::{check, existing_schema, raise_with_hint};
+use crate::shell::{check, existing_schema, raise_with_hint, Raise};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use crate::shell::spi::ReadValue;
 use pgrx::prelude::*;
@@ -390,11 +390,13 @@ fn schedule_reconciliation_of(
     };
     let command = rules::reconcile_command(&job, &ledger, &options);
     if target.database.is_none() {
-        // The job will run as whoever schedules it: that role must be able to act as the ledger's owner.
+        // The job will run as whoever schedules it: that role must be able to act as the ledger's owner, and
+        // to execute what the job calls.
         let access = crate::ledger::require(&ledger, &latest_needs(false), "schedule_reconciliation");
         for table in ["provider_inventory_snapshots", "reconciliation_runs"] {
             access.environment_column(&ledger, table, &environment, "schedule_reconciliation");
         }
+        refuse_unrunnable("schedule_reconciliation", rules::reconcile_job_needs(&environment.name));
     }
     crate::shell::standby::refuse_writes("schedule_reconciliation");
     Spi::connect_mut(|client| schedule_job(client, "schedule_reconciliation", &job, &schedule, &command, &target))
@@ -444,6 +446,22 @@ fn schedule_reconciliation(schedule: Option<&str>, job_name: Option<&str>, ledge
         None,
         Some(args::DEFAULT_ENVIRONMENT),
     )
+}
+
+/// Refuse (42501, with the GRANTs) a job whose role — the current user, who
+/// schedules it — may not execute `needs` (routines of this catalog; one an
+/// older catalog lacks is not asked about).
+fn refuse_unrunnable(function: &str, needs: &[&str]) {
+    let needs: Vec<String> = needs.iter().map(|n| n.to_string()).collect();
+    let missing: Vec<String> = Spi::connect(|client| {
+        let rows = client.select(include_str!("../../sql/queries/operations/routines_not_executable.sql"), None, &[needs.into()])?;
+        rows.into_iter().map(|row| row.get::<String>(1).map(Option::unwrap_or_default)).collect::<Result<Vec<_>, _>>()
+    })
+    .unwrap_or_else(|e: pgrx::spi::SpiError| error!("runtime_sandbox: {function}: reading the job role's privileges: {e}"));
+    if !missing.is_empty() {
+        let role = crate::shell::owner::role_name(crate::shell::owner::current_user());
+        crate::error::Error::job_not_runnable(function, &role, &missing).raise();
+    }
 }
 
 /// Remove the reconciliation job; false when there was none.
@@ -499,6 +517,7 @@ fn schedule_sandbox_operation_backfill_in(
     let command = rules::backfill_command(&job, batch_size, max_batches, &ledger);
     if target.database.is_none() {
         crate::ledger::require(&ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
+        refuse_unrunnable("schedule_sandbox_operation_backfill", rules::BACKFILL_JOB_NEEDS);
     }
     crate::shell::standby::refuse_writes("schedule_sandbox_operation_backfill");
     Spi::connect_mut(|client| schedule_job(client, "schedule_sandbox_operation_backfill", &job, &schedule, &command, &target))

@@ -19,7 +19,7 @@ pub fn code(kind: Kind) -> PgSqlErrorCode {
         Kind::BrokenInstall => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         Kind::DataCorrupted => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
         Kind::UnusableLedger => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        Kind::NotOwner => PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        Kind::NotOwner | Kind::JobNotRunnable => PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
         Kind::InvalidTransactionTermination => PgSqlErrorCode::ERRCODE_INVALID_TRANSACTION_TERMINATION,
         Kind::ReadOnly => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
     }
