@@ -6,7 +6,7 @@
 //! sandbox's environment variables).
 
 use crate::listing::{self, Item, Next, Page, RoutingDomain, Walk};
-use crate::Failure;
+use crate::failure::Failure;
 use std::time::{Duration, Instant};
 use ureq::Agent;
 

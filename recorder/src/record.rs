@@ -3,7 +3,7 @@
 //! listing with `runtime_sandbox.record_inventory_snapshot` in one
 //! transaction.
 
-use crate::Failure;
+use crate::failure::Failure;
 use crate::conninfo::{self, SslMode, TlsParams};
 use crate::tls::{self, Verify};
 use postgres::config::{Host, SslMode as PgSslMode};
