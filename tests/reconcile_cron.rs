@@ -416,3 +416,73 @@ fn a_job_its_role_could_not_run_is_refused_with_the_grants() {
     teardown(&mut db);
     db.batch_execute(&format!("DROP OWNED BY {SCHEDULER}; DROP ROLE {SCHEDULER}")).unwrap();
 }
+
+/// docs/privileges.md's operator role, both its blocks (the jobs' grants and the scheduling ones), with a NOLOGIN
+/// ledger owner: the operator schedules both jobs, and each job's run succeeds as that role (read from
+/// cron.job_run_details).
+#[test]
+fn the_documented_operator_schedules_jobs_that_run() {
+    const OPERATOR: &str = "rs_cron_operator";
+    let _one_at_a_time = CRON_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut db = common::connect("postgres");
+    setup(&mut db);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/privileges.md")).unwrap();
+    let section = text.split("\n## Operator role").nth(1).unwrap().split("\n## ").next().unwrap();
+    let blocks: Vec<&str> = section.split("```sql\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    assert_eq!(blocks.len(), 2, "the operator's grants and the scheduling ones");
+    db.batch_execute(&format!(
+        "DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{OPERATOR}') THEN
+             DROP OWNED BY {OPERATOR}; DROP ROLE {OPERATOR}; END IF; END $$;
+         CREATE ROLE {OPERATOR} LOGIN;
+         DROP SCHEMA {BACKFILL_LEDGER} CASCADE; CREATE SCHEMA {BACKFILL_LEDGER} AUTHORIZATION {OWNER};
+         SELECT runtime_sandbox.install_ledger('{BACKFILL_LEDGER}');
+         INSERT INTO {BACKFILL_LEDGER}.runs (run_id, org_id) VALUES ('run-a', 'org-1');
+         INSERT INTO {BACKFILL_LEDGER}.attempts (run_id, attempt, resource_json)
+             VALUES ('run-a', 1, '[{{\"kind\": \"daytona_sandbox\", \"sandboxId\": \"dt-1\"}}]');
+         INSERT INTO {LEDGER}.runtime_sandbox_operations
+             (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+         VALUES ('k1', 'daytona', 'run-1', 1, 'org', 'sb1', 'live', now() - interval '2 hours');
+         SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb1\"}}]', now() - interval '1 minute',
+                                                          ledger_schema => '{LEDGER}');
+         SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb1\"}}]', now(), ledger_schema => '{LEDGER}');"
+    ))
+    .unwrap();
+    for block in &blocks {
+        let grants = block.replace("runtime_sandbox_operator", OPERATOR).replace("runtime_sandbox_ledger", OWNER);
+        db.batch_execute(&grants).unwrap_or_else(|e| panic!("docs/privileges.md's grants: {}", common::db_message(&e)));
+    }
+    let mut operator = common::connect_as(OPERATOR, "postgres");
+    let reconcile: i64 = operator
+        .query_one(&format!("SELECT runtime_sandbox.schedule_reconciliation('* * * * *', ledger_schema => '{LEDGER}')"), &[])
+        .unwrap_or_else(|e| panic!("schedule_reconciliation as the operator: {}", common::db_message(&e)))
+        .get(0);
+    let backfill: i64 = operator
+        .query_one(&format!("SELECT runtime_sandbox.schedule_sandbox_operation_backfill('* * * * *', ledger_schema => '{BACKFILL_LEDGER}')"), &[])
+        .unwrap_or_else(|e| panic!("schedule_sandbox_operation_backfill as the operator: {}", common::db_message(&e)))
+        .get(0);
+    wait_for(
+        &mut db,
+        "both jobs' runs",
+        &format!("SELECT count(DISTINCT jobid) = 2 FROM cron.job_run_details WHERE jobid IN ({reconcile}, {backfill}) AND status IN ('succeeded', 'failed')"),
+    );
+    let runs: Vec<(String, String, String)> = db
+        .query(
+            &format!("SELECT DISTINCT username::text, status, coalesce(return_message, '') FROM cron.job_run_details WHERE jobid IN ({reconcile}, {backfill}) AND status IN ('succeeded', 'failed')"),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert!(runs.iter().all(|(user, status, _)| user == OPERATOR && status == "succeeded"), "{runs:?}");
+    let applied: i64 = db.query_one(&format!("SELECT count(*) FROM {LEDGER}.reconciliation_runs WHERE status = 'applied'"), &[]).unwrap().get(0);
+    assert!(applied >= 1);
+    for call in ["unschedule_reconciliation", "unschedule_sandbox_operation_backfill"] {
+        let ledger = if call.contains("backfill") { BACKFILL_LEDGER } else { LEDGER };
+        let removed: bool = operator.query_one(&format!("SELECT runtime_sandbox.{call}(ledger_schema => '{ledger}')"), &[]).unwrap().get(0);
+        assert!(removed, "{call}");
+    }
+    drop(operator);
+    teardown(&mut db);
+    db.batch_execute(&format!("DROP OWNED BY {OPERATOR}; DROP ROLE {OPERATOR}")).unwrap();
+}

@@ -240,8 +240,6 @@ fn required<T>(argument: &'static str, value: Option<T>) -> T {
 const LEDGER_USE: &str = "The backfill reads attempts and runs, inserts into runtime_sandbox_operations and keeps its \
                           checkpoint in control.";
 
-/// The tables the backfill works on (an error names the missing ones in this order).
-const LEDGER_TABLES: &[&str] = &["attempts", "control", "runs", "runtime_sandbox_operations"];
 
 /// The ledger schema must exist, hold the tables the backfill uses as it
 /// needs them, and the caller must be able to act as its owner (the
@@ -250,7 +248,7 @@ const LEDGER_TABLES: &[&str] = &["attempts", "control", "runs", "runtime_sandbox
 fn ledger(ledger_schema: Option<Name>, reading: bool) -> (SchemaName, Access) {
     let name = required("ledger_schema", ledger_schema);
     let schema = args::schema_name("ledger_schema", name.as_str()).or_raise();
-    let access = crate::ledger::require_with(&schema, LEDGER_TABLES, "the backfill", LEDGER_USE, reading);
+    let access = crate::ledger::require_with(&schema, crate::ledger::requirements::uses::BACKFILL, "the backfill", LEDGER_USE, reading);
     (schema, access)
 }
 

@@ -350,7 +350,10 @@ pub fn table_names() -> Vec<&'static str> {
 }
 
 /// Which tables each function works on: the check of a call looks only at
-/// these (a dry run reads three tables; an apply also writes four more).
+/// these (a dry run reads three tables; an apply also writes four more). The
+/// gates check exactly these lists, and a missing table's error names them in
+/// this order; a `table.column` entry is a column a gate names when missing
+/// (it counts as its table).
 pub mod uses {
     pub const RECONCILE_READ: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
     pub const RECONCILE_APPLY: &[&str] = &[
@@ -363,23 +366,26 @@ pub mod uses {
     ];
     pub const SNAPSHOT: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
     pub const LATEST_READ: &[&str] = &[
+        "provider_inventory_snapshots",
+        "provider_inventory_items",
         "runtime_sandbox_operations",
         "runtime_sandbox_capacity_leases",
         "sandbox_cleanup_jobs_v2",
+    ];
+    /// The history row names the snapshot it reconciled.
+    pub const LATEST_APPLY: &[&str] = &[
         "provider_inventory_snapshots",
         "provider_inventory_items",
-    ];
-    pub const LATEST_APPLY: &[&str] = &[
+        "reconciliation_runs",
+        "reconciliation_runs.snapshot_id",
         "runtime_sandbox_operations",
         "runtime_sandbox_capacity_leases",
         "sandbox_cleanup_jobs_v2",
         "sandbox_cleanup_events_v2",
         "attempts",
-        "reconciliation_runs",
-        "provider_inventory_snapshots",
-        "provider_inventory_items",
     ];
-    pub const BACKFILL: &[&str] = &["attempts", "runs", "runtime_sandbox_operations", "control"];
+    /// The backfill reads attempts and runs, inserts into the operations and keeps its checkpoint in control.
+    pub const BACKFILL: &[&str] = &["attempts", "control", "runs", "runtime_sandbox_operations"];
 }
 
 /// The functions as check_ledger's `breaks` names them, each with the tables
@@ -462,7 +468,10 @@ mod tests {
         }
         for list in [uses::RECONCILE_READ, uses::RECONCILE_APPLY, uses::SNAPSHOT, uses::LATEST_READ, uses::LATEST_APPLY, uses::BACKFILL] {
             for name in list {
-                assert!(table(name).is_some(), "{name}");
+                // A table, or `table.column` of one of its columns.
+                let (table_name, column) = name.split_once('.').map_or((*name, None), |(t, c)| (t, Some(c)));
+                let table = table(table_name).unwrap_or_else(|| panic!("{name}"));
+                assert!(column.is_none_or(|c| table.columns.iter().any(|col| col.name == c)), "{name}");
             }
         }
     }
@@ -504,7 +513,11 @@ mod tests {
         assert_eq!(breaks(None, true).len(), FUNCTIONS.len() - READING.len());
         // Every table a function uses is a ledger table; every ledger table but the snapshots' is used by the backfill or a reconcile.
         for (_, tables) in FUNCTIONS {
-            assert!(tables.iter().all(|t| table(t).is_some()));
+            assert!(tables.iter().all(|t| table(t.split('.').next().unwrap()).is_some()));
+        }
+        // Each reading list is within its apply's.
+        for (read, apply) in [(uses::RECONCILE_READ, uses::RECONCILE_APPLY), (uses::LATEST_READ, uses::LATEST_APPLY)] {
+            assert!(read.iter().all(|t| apply.contains(t)));
         }
     }
 }

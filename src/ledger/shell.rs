@@ -488,12 +488,15 @@ fn check_ledger_with_breaks(
         name!(breaks, Vec<String>),
     ),
 > {
-    let schema = ledger_argument(ledger_schema);
-    let problems = checked(&schema).problems.clone();
-    TableIterator::new(problems.into_iter().map(|p| {
+    TableIterator::new(check_rows(&ledger_argument(ledger_schema)))
+}
+
+/// check_ledger's rows (every signature's columns are a prefix of these).
+fn check_rows(schema: &SchemaName) -> impl Iterator<Item = (String, String, Option<String>, String, Vec<String>)> {
+    checked(schema).problems.clone().into_iter().map(|p| {
         let breaks = p.breaks().into_iter().map(String::from).collect();
         (p.object, p.problem, p.fix, p.severity.as_str().to_string(), breaks)
-    }))
+    })
 }
 
 /// Per capability (each function as check_ledger's `breaks` names it):
@@ -523,9 +526,7 @@ fn check_ledger_with_fixes(
     'static,
     (name!(object, String), name!(problem, String), name!(fix, Option<String>), name!(severity, String)),
 > {
-    let schema = ledger_argument(ledger_schema);
-    let problems = checked(&schema).problems.clone();
-    TableIterator::new(problems.into_iter().map(|p| (p.object, p.problem, p.fix, p.severity.as_str().to_string())))
+    TableIterator::new(check_rows(&ledger_argument(ledger_schema)).map(|(object, problem, fix, severity, _)| (object, problem, fix, severity)))
 }
 
 /// The 0.2.0 symbol (two columns), kept so a 0.2.0 catalog works until
@@ -533,6 +534,5 @@ fn check_ledger_with_fixes(
 #[pg_extern(sql = false)]
 fn check_ledger(ledger_schema: Name) -> TableIterator<'static, (name!(object, String), name!(problem, String))> {
     let schema = check_arg(schema_name("ledger_schema", ledger_schema.as_str()));
-    let problems = checked(&schema).problems.clone();
-    TableIterator::new(problems.into_iter().map(|p| (p.object, p.problem)))
+    TableIterator::new(check_rows(&schema).map(|(object, problem, ..)| (object, problem)))
 }

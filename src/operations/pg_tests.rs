@@ -368,6 +368,17 @@ fn operations_a_non_superuser_owner_schedules_its_ledger() {
     run("SELECT runtime_sandbox.install_ledger('op_cron_owned')");
     run("GRANT EXECUTE ON FUNCTION runtime_sandbox.schedule_reconciliation, runtime_sandbox.unschedule_reconciliation TO op_cron_owner");
     run("GRANT USAGE ON SCHEMA cron TO op_cron_owner");
+    // A job its role could not run (no EXECUTE on the job's procedure) is refused, nothing scheduled.
+    run("SET LOCAL ROLE op_cron_owner");
+    run("DO $$ BEGIN
+           PERFORM runtime_sandbox.schedule_reconciliation(ledger_schema => 'op_cron_owned');
+           RAISE EXCEPTION 'scheduled a job its role could not run';
+         EXCEPTION WHEN insufficient_privilege THEN NULL;
+         END $$");
+    run("RESET ROLE");
+    assert_eq!(int("SELECT count(*) FROM cron.job WHERE username = 'op_cron_owner'"), 0);
+    run("GRANT EXECUTE ON ROUTINE runtime_sandbox.run_reconciliation_job, runtime_sandbox.run_reconciliation_job_in_environment,
+         runtime_sandbox.reconcile_daytona_latest TO op_cron_owner");
     run("SET LOCAL ROLE op_cron_owner");
     let id = int("SELECT runtime_sandbox.schedule_reconciliation(ledger_schema => 'op_cron_owned')");
     assert!(id > 0);

@@ -5,9 +5,10 @@
 //! backfill: created, replaced and removed by name.
 
 use super::rules;
+use crate::ledger::requirements::uses;
 use crate::args::{self, ArgError, SchemaName};
 use crate::reconcile::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
-use crate::reconcile::shell::{self as reconcile, execute, Ledger, Listing, Options};
+use crate::reconcile::shell::{self as reconcile, execute, execute_by_environment, Ledger, Listing, Options};
 use crate::reconcile::summary::{self, Status, Summary};
 use crate::shell::types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema, raise_with_hint, Raise};
@@ -38,25 +39,14 @@ const NEWEST_SNAPSHOTS_LOCKED_WITHOUT_ENVIRONMENT: &str =
 const RECORD_SNAPSHOT_RUN_WITHOUT_ENVIRONMENT: &str =
     include_str!("../../sql/queries/operations/record_snapshot_run_without_environment.sql");
 
-/// What recording and reading snapshots need in the ledger.
-const SNAPSHOT_NEEDS: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
-/// What an apply of reconcile_daytona_latest needs beyond an apply of
-/// reconcile_daytona's (its history row names the snapshot).
-const LATEST_APPLY_NEEDS: &[&str] = &[
-    "provider_inventory_snapshots",
-    "provider_inventory_items",
-    "reconciliation_runs",
-    "reconciliation_runs.snapshot_id",
-];
-
-/// Everything reconcile_daytona_latest reads (a dry run) or also writes (an
-/// apply), checked before any work: the snapshot tables and reconcile_daytona's.
-fn latest_needs(dry_run: bool) -> Vec<&'static str> {
-    let (own, reconcile) =
-        if dry_run { (SNAPSHOT_NEEDS, reconcile::READ_NEEDS) } else { (LATEST_APPLY_NEEDS, reconcile::APPLY_NEEDS) };
-    let mut needs: Vec<&'static str> = own.to_vec();
-    needs.extend(reconcile.iter().filter(|t| !own.contains(t)));
-    needs
+/// What reconcile_daytona_latest reads (a dry run) or also writes (an apply),
+/// checked before any work (requirements::uses).
+fn latest_needs(dry_run: bool) -> &'static [&'static str] {
+    if dry_run {
+        uses::LATEST_READ
+    } else {
+        uses::LATEST_APPLY
+    }
 }
 
 /// Record one complete provider listing of one environment (validated and
@@ -111,35 +101,26 @@ fn record_snapshot(
     let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let schema = existing_schema("ledger_schema", ledger_schema.as_str());
 
-    let access = crate::ledger::require(&schema, SNAPSHOT_NEEDS, "record_inventory_snapshot");
+    let access = crate::ledger::require(&schema, uses::SNAPSHOT, "record_inventory_snapshot");
     let present = access.environment_column(&schema, "provider_inventory_snapshots", &environment, "record_inventory_snapshot");
     crate::shell::standby::refuse_writes("record_inventory_snapshot");
     access.run(|| Spi::connect_mut(|client| {
         let ledger = Ledger { quoted: &schema.quoted, environment_eq: "=" };
         // A ledger installed before 0.4.0 holds only 'production' snapshots, in a table without the column.
-        let mut params = vec![
+        let in_environment = present.then_some(environment.name.as_str());
+        let params = vec![
             provider.into(),
             captured_at.into(),
             items.sandbox_ids.into(),
             items.routing_domains.into(),
             items.operation_keys.into(),
         ];
-        let insert = if present {
-            params.push(environment.name.as_str().into());
-            INSERT_SNAPSHOT
-        } else {
-            INSERT_SNAPSHOT_WITHOUT_ENVIRONMENT
-        };
-        let (table, _) = execute(client, &ledger.sql(insert), &params);
+        let insert = (INSERT_SNAPSHOT, INSERT_SNAPSHOT_WITHOUT_ENVIRONMENT);
+        let (table, _) = execute_by_environment(client, &ledger, insert, params, in_environment);
         let snapshot_id = table.first().get::<i64>(1).read_value().expect("INSERT ... RETURNING returns the id");
-        let (prunable, _) =
-            if present {
-                let params = [provider.into(), (keep_last as i64).into(), snapshot_id.into(), environment.name.as_str().into()];
-                execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS), &params)
-            } else {
-                let params = [provider.into(), (keep_last as i64).into(), snapshot_id.into()];
-                execute(client, &ledger.sql(PRUNABLE_SNAPSHOTS_WITHOUT_ENVIRONMENT), &params)
-            };
+        let params = vec![provider.into(), (keep_last as i64).into(), snapshot_id.into()];
+        let prunable = (PRUNABLE_SNAPSHOTS, PRUNABLE_SNAPSHOTS_WITHOUT_ENVIRONMENT);
+        let (prunable, _) = execute_by_environment(client, &ledger, prunable, params, in_environment);
         let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).read_value()).collect();
         // One snapshot at a time: each delete is an index range of its items.
         for id in prunable {
@@ -202,9 +183,9 @@ fn reconcile_latest(
     let mut options = reconcile::validate_options(dry_run, batch_size, minimum_age, max_absent_ratio, ledger_schema, environment);
     let needs = latest_needs(options.dry_run);
     let access = if options.dry_run {
-        crate::ledger::require_to_read(&options.ledger, &needs, "reconcile_daytona_latest")
+        crate::ledger::require_to_read(&options.ledger, needs, "reconcile_daytona_latest")
     } else {
-        crate::ledger::require(&options.ledger, &needs, "reconcile_daytona_latest")
+        crate::ledger::require(&options.ledger, needs, "reconcile_daytona_latest")
     };
     options.compare_environment(&access);
     let function = "reconcile_daytona_latest";
@@ -225,16 +206,11 @@ fn reconcile_latest(
         };
         summary.environment = options.environment.name.clone();
         if !options.dry_run {
-            let ledger = options.ledger();
-            let mut params =
+            let params =
                 vec![started_at.into(), summary.status.as_str().into(), summary.to_json().into(), reconciled.into()];
-            let record = if runs_environment {
-                params.push(options.environment.name.as_str().into());
-                RECORD_SNAPSHOT_RUN
-            } else {
-                RECORD_SNAPSHOT_RUN_WITHOUT_ENVIRONMENT
-            };
-            let (table, _) = execute(client, &ledger.sql(record), &params);
+            let record = (RECORD_SNAPSHOT_RUN, RECORD_SNAPSHOT_RUN_WITHOUT_ENVIRONMENT);
+            let environment = runs_environment.then_some(options.environment.name.as_str());
+            let (table, _) = execute_by_environment(client, &options.ledger(), record, params, environment);
             let run_id = table.first().get::<i64>(1).read_value().unwrap_or(0);
             reconcile::alert(client, &options.ledger, run_id, &summary);
         }
@@ -255,18 +231,14 @@ fn latest(
     confirmations: i32,
 ) -> (Summary, Option<i64>) {
     let ledger = options.ledger();
-    let mut params = vec![(confirmations as i64).into(), max_snapshot_age.into()];
-    let newest = match (options.dry_run, snapshots_environment) {
-        (true, true) => NEWEST_SNAPSHOTS,
-        (false, true) => NEWEST_SNAPSHOTS_LOCKED,
-        // A ledger installed before 0.4.0: only 'production' snapshots, in a table without the column.
-        (true, false) => NEWEST_SNAPSHOTS_WITHOUT_ENVIRONMENT,
-        (false, false) => NEWEST_SNAPSHOTS_LOCKED_WITHOUT_ENVIRONMENT,
+    let params = vec![(confirmations as i64).into(), max_snapshot_age.into()];
+    let newest = if options.dry_run {
+        (NEWEST_SNAPSHOTS, NEWEST_SNAPSHOTS_WITHOUT_ENVIRONMENT)
+    } else {
+        (NEWEST_SNAPSHOTS_LOCKED, NEWEST_SNAPSHOTS_LOCKED_WITHOUT_ENVIRONMENT)
     };
-    if snapshots_environment {
-        params.push(options.environment.name.as_str().into());
-    }
-    let (table, _) = execute(client, &ledger.sql(newest), &params);
+    let environment = snapshots_environment.then_some(options.environment.name.as_str());
+    let (table, _) = execute_by_environment(client, &ledger, newest, params, environment);
     let snapshots: Vec<(i64, TimestampWithTimeZone, bool)> = table
         .filter_map(|row| {
             Some((
@@ -318,8 +290,6 @@ const CRON_UNSCHEDULE: &str = include_str!("../../sql/queries/operations/cron_un
 
 const RECONCILE_JOB: &str = "reconcile_daytona";
 const BACKFILL_JOB: &str = "sandbox_operation_backfill";
-/// What the backfill procedure reads and writes in the ledger.
-const BACKFILL_NEEDS: &[&str] = &["runs", "attempts", "runtime_sandbox_operations", "control"];
 
 /// Where a job runs: this database (its ledger checked now), or another one
 /// (scheduled from the database pg_cron runs in; its ledger is checked when
@@ -392,7 +362,7 @@ fn schedule_reconciliation_of(
     if target.database.is_none() {
         // The job will run as whoever schedules it: that role must be able to act as the ledger's owner, and
         // to execute what the job calls.
-        let access = crate::ledger::require(&ledger, &latest_needs(false), "schedule_reconciliation");
+        let access = crate::ledger::require(&ledger, latest_needs(false), "schedule_reconciliation");
         for table in ["provider_inventory_snapshots", "reconciliation_runs"] {
             access.environment_column(&ledger, table, &environment, "schedule_reconciliation");
         }
@@ -516,7 +486,7 @@ fn schedule_sandbox_operation_backfill_in(
     let job = job(job_name, BACKFILL_JOB, &ledger, &target, None);
     let command = rules::backfill_command(&job, batch_size, max_batches, &ledger);
     if target.database.is_none() {
-        crate::ledger::require(&ledger, BACKFILL_NEEDS, "schedule_sandbox_operation_backfill");
+        crate::ledger::require(&ledger, uses::BACKFILL, "schedule_sandbox_operation_backfill");
         refuse_unrunnable("schedule_sandbox_operation_backfill", rules::BACKFILL_JOB_NEEDS);
     }
     crate::shell::standby::refuse_writes("schedule_sandbox_operation_backfill");

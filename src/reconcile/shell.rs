@@ -281,6 +281,27 @@ pub(crate) fn execute<'conn>(
     (table, started.elapsed().as_secs_f64() * 1000.0)
 }
 
+/// A statement on a table that may lack `environment` (a ledger installed
+/// before 0.4.0 holds only 'production' rows there): `with` and the
+/// environment as its last parameter when the column is there (`environment`
+/// Some), else its `_without_environment` twin `without` and `params` alone.
+pub(crate) fn execute_by_environment<'conn, 'p>(
+    client: &mut SpiClient<'conn>,
+    ledger: &Ledger,
+    (with, without): (&str, &str),
+    mut params: Vec<DatumWithOid<'p>>,
+    environment: Option<&'p str>,
+) -> (SpiTupleTable<'conn>, f64) {
+    let statement = match environment {
+        Some(environment) => {
+            params.push(environment.into());
+            with
+        }
+        None => without,
+    };
+    execute(client, &ledger.sql(statement), &params)
+}
+
 /// Set `jit` for this transaction; returns the value it replaces.
 pub(crate) fn jit(client: &mut SpiClient, value: &str) -> String {
     setting(client, "jit", value)
@@ -702,21 +723,10 @@ impl AbsentRows {
 /// The history row of an apply (skipped and blocked ones included); returns its id.
 /// `runs_environment`: the table has its environment column (Access::environment_column).
 fn record_run(client: &mut SpiClient, options: &Options, runs_environment: bool, started_at: TimestampWithTimeZone, summary: &Summary) -> i64 {
-    let ledger = options.ledger();
-    let (table, _) = if runs_environment {
-        let environment = options.environment.name.as_str();
-        execute(
-            client,
-            &ledger.sql(RECORD_RUN),
-            &[started_at.into(), summary.status.as_str().into(), summary.to_json().into(), environment.into()],
-        )
-    } else {
-        execute(
-            client,
-            &ledger.sql(RECORD_RUN_WITHOUT_ENVIRONMENT),
-            &[started_at.into(), summary.status.as_str().into(), summary.to_json().into()],
-        )
-    };
+    let params = vec![started_at.into(), summary.status.as_str().into(), summary.to_json().into()];
+    let environment = runs_environment.then_some(options.environment.name.as_str());
+    let (table, _) =
+        execute_by_environment(client, &options.ledger(), (RECORD_RUN, RECORD_RUN_WITHOUT_ENVIRONMENT), params, environment);
     count(&table.first(), 1)
 }
 
