@@ -5,6 +5,8 @@
 //! verify-ca checks the chain only; require and prefer encrypt; disable is refused by the server. The snapshot
 //! table is read after every refused run: nothing recorded.
 
+#[path = "../recorder/tests/certs/mod.rs"]
+mod certs;
 mod common;
 #[path = "../recorder/tests/fake_daytona/mod.rs"]
 mod fake_daytona;
@@ -13,7 +15,7 @@ use clap::Parser;
 use fake_daytona::{Fake, FakeSandbox};
 use postgres::{Client, NoTls};
 use runtime_sandbox_recorder::{exit, run, Cli, Failure, Outcome};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 const SCOPE: &str = r#"{"app":"runtime-scheduler"}"#;
@@ -32,23 +34,6 @@ impl Drop for Server {
     }
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A CA, a server certificate for localhost signed by it, and another CA.
-fn certificates(dir: &Path) {
-    openssl(dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=recorder-test-ca"]);
-    openssl(dir, &["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:localhost\n").unwrap();
-    openssl(dir, &[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
-        "-extfile", "san.ext",
-    ]);
-    openssl(dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=other-ca"]);
-}
-
 fn start() -> Server {
     let port = common::port() + 30;
     let dir = PathBuf::from(format!("/tmp/runtime_sandbox-tls-{port}"));
@@ -56,7 +41,7 @@ fn start() -> Server {
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    certificates(&dir);
+    certs::make(&dir);
     let server = Server { dir: dir.clone(), port };
     let data = dir.join("data");
     common::as_postgres(&common::bindir().join("initdb"), &["-D", data.to_str().unwrap(), "-A", "trust", "-U", "postgres"], &dir).unwrap();

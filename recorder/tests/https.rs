@@ -3,6 +3,8 @@
 //! SSL_CERT_DIR (which replace the bundled roots, as OpenSSL's do), else the bundled roots. A certificate refused
 //! for its CA or its name ends the run at once (exit 4, naming the host and the cause), never retried.
 
+mod certs;
+
 use clap::Parser;
 use runtime_sandbox_recorder::{exit, run, Cli, Failure, Outcome};
 use rustls::pki_types::pem::PemObject;
@@ -13,22 +15,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const PAGE: &str = r#"{"items":[{"id":"sb-1","organizationId":"org-1","labels":{"app":"runtime-scheduler","runtime-op":"t"}}],"nextCursor":null}"#;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn certificates(dir: &Path) {
-    openssl(dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=recorder-test-ca"]);
-    openssl(dir, &["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:localhost\n").unwrap();
-    openssl(dir, &[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
-        "-extfile", "san.ext",
-    ]);
-    openssl(dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=other-ca"]);
-}
 
 /// Serve PAGE over TLS to every connection; count the requests answered.
 fn serve(dir: &Path) -> (u16, Arc<AtomicUsize>) {
@@ -98,7 +84,7 @@ fn the_roots_a_run_trusts_and_a_refused_certificate() {
     let dir = PathBuf::from(format!("/tmp/recorder-https-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("certs")).unwrap();
-    certificates(&dir);
+    certs::make(&dir);
     std::fs::copy(dir.join("ca.pem"), dir.join("certs/test-ca.pem")).unwrap();
     let (port, answered) = serve(&dir);
     let url = format!("https://localhost:{port}/api");
