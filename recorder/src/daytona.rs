@@ -91,12 +91,20 @@ pub fn agent(timeout: Duration, ca_file: Option<&std::path::Path>, env: &dyn Fn(
             let pem = std::fs::read(&file).map_err(|e| Failure::usage(format!("SSL_CERT_FILE {file}: {e}")))?;
             certs.extend(pem_certs(&pem));
         }
-        // OpenSSL's SSL_CERT_DIR: directories separated by ':', every PEM file in them.
+        // OpenSSL's SSL_CERT_DIR: directories separated by ':', every PEM file in them, each file once (a
+        // c_rehash directory links every certificate under its hash too).
+        let mut read = std::collections::HashSet::new();
+        if let Some(file) = set("SSL_CERT_FILE").and_then(|f| std::fs::canonicalize(f).ok()) {
+            read.insert(file);
+        }
         for dir in set("SSL_CERT_DIR").iter().flat_map(|d| d.split(':').map(str::to_string).collect::<Vec<_>>()) {
             let entries = std::fs::read_dir(&dir).map_err(|e| Failure::usage(format!("SSL_CERT_DIR {dir}: {e}")))?;
             for entry in entries.flatten() {
-                if let Ok(pem) = std::fs::read(entry.path()) {
-                    certs.extend(pem_certs(&pem));
+                let Ok(path) = std::fs::canonicalize(entry.path()) else { continue };
+                if read.insert(path.clone()) {
+                    if let Ok(pem) = std::fs::read(&path) {
+                        certs.extend(pem_certs(&pem));
+                    }
                 }
             }
         }
