@@ -77,7 +77,7 @@ pub fn agent(timeout: Duration, ca_file: Option<&std::path::Path>, env: &dyn Fn(
             })
             .collect()
     };
-    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    let set = |name: &str| crate::vars::set(env, name);
     let certs = if let Some(path) = ca_file {
         let pem = std::fs::read(path).map_err(|e| Failure::usage(format!("--ca-file {}: {e}", path.display())))?;
         let certs = pem_certs(&pem);

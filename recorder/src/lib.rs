@@ -18,6 +18,7 @@ pub mod pgpass;
 pub mod record;
 pub mod run;
 pub mod tls;
+pub mod vars;
 
 pub use failure::{exit, Failure};
 pub use run::{run, Cli, Outcome, RoutingDomainFlag, DEFAULT_API_URL};

@@ -6,6 +6,7 @@
 use crate::failure::Failure;
 use crate::conninfo::{self, SslMode, TlsParams};
 use crate::tls::{self, Verify};
+use crate::vars::set;
 use postgres::config::{Host, SslMode as PgSslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use postgres::{Client, Config, NoTls};
@@ -44,7 +45,7 @@ const UNSUPPORTED: &[&str] = &[
 /// PGTARGETSESSIONATTRS, PGCHANNELBINDING, PGLOADBALANCEHOSTS. (PGPASSWORD and
 /// the TLS ones are read where they are used.)
 pub fn environment_pairs(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, Failure> {
-    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    let set = |name: &str| set(env, name);
     if let Some(name) = UNSUPPORTED.iter().find(|name| set(name).is_some()) {
         return Err(Failure::usage(format!(
             "{name} is set, which this program does not support: pass the settings in --database instead, or unset it"
@@ -107,7 +108,7 @@ pub fn environment_pairs(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<(St
 /// system's (PGSYSCONFDIR/pg_service.conf, else Debian's
 /// /etc/postgresql-common/pg_service.conf).
 fn service_parameters(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, Failure> {
-    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    let set = |name: &str| set(env, name);
     let user = set("PGSERVICEFILE")
         .map(std::path::PathBuf::from)
         .or_else(|| set("HOME").map(|home| std::path::Path::new(&home).join(".pg_service.conf")));
@@ -130,10 +131,9 @@ fn service_parameters(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resul
 /// (PGPASSFILE, else ~/.pgpass; a file others may read is ignored, as libpq
 /// ignores it).
 fn password_file(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-    let path = env("PGPASSFILE")
-        .filter(|p| !p.is_empty())
+    let path = set(env, "PGPASSFILE")
         .map(std::path::PathBuf::from)
-        .or_else(|| env("HOME").filter(|h| !h.is_empty()).map(|home| std::path::Path::new(&home).join(".pgpass")))?;
+        .or_else(|| set(env, "HOME").map(|home| std::path::Path::new(&home).join(".pgpass")))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -168,7 +168,7 @@ pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> R
         }
         conninfo => {
             let own = conninfo.map(conninfo::parse_pairs).transpose().map_err(usage)?.unwrap_or_default();
-            let service = own.iter().find(|(k, _)| k == "service").map(|(_, v)| v.clone()).or_else(|| env("PGSERVICE").filter(|s| !s.is_empty()));
+            let service = own.iter().find(|(k, _)| k == "service").map(|(_, v)| v.clone()).or_else(|| set(env, "PGSERVICE"));
             let mut pairs: Vec<(String, String)> = own.into_iter().filter(|(k, _)| k != "service").collect();
             if let Some(name) = service {
                 pairs = conninfo::with_defaults(pairs, &service_parameters(&name, env)?);
@@ -188,12 +188,12 @@ pub fn configuration(target: &Target, env: &dyn Fn(&str) -> Option<String>) -> R
         }
     };
     if config.get_password().is_none() {
-        if let Some(password) = env("PGPASSWORD").filter(|p| !p.is_empty()).or_else(|| password_file(&config, env)) {
+        if let Some(password) = set(env, "PGPASSWORD").or_else(|| password_file(&config, env)) {
             config.password(password);
         }
     }
     if config.get_application_name().is_none() {
-        let name = env("PGAPPNAME").filter(|n| !n.is_empty()).unwrap_or_else(|| "runtime-sandbox-recorder".into());
+        let name = set(env, "PGAPPNAME").unwrap_or_else(|| "runtime-sandbox-recorder".into());
         config.application_name(&name);
     }
     if config.get_connect_timeout().is_none() {
@@ -217,7 +217,7 @@ pub struct Tls {
 /// does; `verify-ca` and `verify-full` need one (`system`: the bundled roots).
 /// A Unix socket never uses TLS, as in libpq.
 fn tls_settings(config: &Config, params: TlsParams, env: &dyn Fn(&str) -> Option<String>) -> Result<Tls, Failure> {
-    let value = |param: Option<String>, name: &str| param.filter(|v| !v.is_empty()).or_else(|| env(name).filter(|v| !v.is_empty()));
+    let value = |param: Option<String>, name: &str| param.filter(|v| !v.is_empty()).or_else(|| set(env, name));
     let sslmode = value(params.sslmode, "PGSSLMODE").unwrap_or_else(|| "prefer".into());
     let mut mode = SslMode::parse(&sslmode).map_err(Failure::usage)?;
     #[cfg(unix)]
@@ -227,7 +227,7 @@ fn tls_settings(config: &Config, params: TlsParams, env: &dyn Fn(&str) -> Option
     if mode == SslMode::Disable {
         return Ok(Tls { mode, config: None });
     }
-    let dot = env("HOME").filter(|h| !h.is_empty()).map(|home| std::path::Path::new(&home).join(".postgresql"));
+    let dot = set(env, "HOME").map(|home| std::path::Path::new(&home).join(".postgresql"));
     let default = |name: &str| dot.as_ref().map(|d| d.join(name)).filter(|p| p.exists());
     let rootcert = value(params.sslrootcert, "PGSSLROOTCERT");
     let verifying = matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull);

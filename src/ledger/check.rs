@@ -658,6 +658,12 @@ impl Facts {
         self.column("runtime_sandbox_operations", "org_id").is_some_and(|c| !Ty::Text.accepts_base(&c.base))
     }
 
+    /// Whether the attempts keep `run_id` as char(n): the backfill reads it
+    /// with its blanks (as the application does) and inserts it without them.
+    pub fn padded_run_id(&self) -> bool {
+        self.column("attempts", "run_id").is_some_and(|c| c.base == "bpchar")
+    }
+
     /// When the operations' `environment` is (a domain over) citext, the
     /// application's literal `'production'` is citext there and matches
     /// without regard to case: the statements then pass the environment as

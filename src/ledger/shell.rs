@@ -148,7 +148,7 @@ pub(crate) fn typed_org_id(ledger: &SchemaName) -> bool {
 /// its blanks (its cursor and targets, as the application's), and inserts it
 /// into the operations without them (as the application's insert converts it).
 pub(crate) fn padded_run_id(ledger: &SchemaName) -> bool {
-    checked(ledger).facts.as_ref().and_then(|f| f.column("attempts", "run_id")).is_some_and(|c| c.base == "bpchar")
+    checked(ledger).facts.as_ref().is_some_and(Facts::padded_run_id)
 }
 
 /// What the ledger is for a call that passed the gate.
