@@ -11,13 +11,15 @@
 -- reconciliation_runs and provider_inventory_snapshots, the indexes that serve other environments and the health
 -- view with one row per environment (docs/upgrading.md).
 
--- Section: the result type gains the environment reconciled and what other environments own of the unowned
--- sandboxes, appended.
+-- Section: the result type gains the environment reconciled, what other environments own of the unowned
+-- sandboxes, and what an apply would release and recover (a dry run counts them), appended.
 ALTER TYPE @extschema@.reconciliation_summary
     ADD ATTRIBUTE environment text,
-    ADD ATTRIBUTE unowned_in_other_environments jsonb;
+    ADD ATTRIBUTE unowned_in_other_environments jsonb,
+    ADD ATTRIBUTE would_release_terminal_leases bigint,
+    ADD ATTRIBUTE would_recover_reserved_operations bigint;
 COMMENT ON TYPE @extschema@.reconciliation_summary IS
-'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live Daytona operations of the environment), snapshot_id (the snapshot reconciled), confirming_snapshots (how many snapshots an absent operation had to be missing from), environment (the operations'' environment reconciled) and unowned_in_other_environments (when blocked_unowned_sandboxes: how many of the unowned sandboxes live operations of each other environment own, {} when none). NULL: not evaluated in this run.';
+'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live Daytona operations of the environment), snapshot_id (the snapshot reconciled), confirming_snapshots (how many snapshots an absent operation had to be missing from), environment (the operations'' environment reconciled), unowned_in_other_environments (when blocked_unowned_sandboxes: how many of the unowned sandboxes live operations of each other environment own, {} when none), would_release_terminal_leases and would_recover_reserved_operations (what an apply on the same ledger and listing releases and recovers: a dry run counts them, read only, since the application''s dry run skips both phases and leaves released_terminal_leases and recovered_reserved_operations 0; an apply reports its own counts). NULL: not evaluated in this run.';
 
 -- Section: the reconciles, the snapshot recording and the scheduling functions take environment, last, with
 -- default 'production'. Other arguments: each is dropped and created again, the grants users gave on it carried

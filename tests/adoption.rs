@@ -421,6 +421,9 @@ fn a_citext_environment_compares_as_the_applications_literal_does() {
                 (Some("applied"), Some(1), Some(1), Some(1)),
                 "{applied}"
             );
+            // The dry run said what the apply would recover (compared with the citext operator too).
+            assert_eq!(dry["would_recover_reserved_operations"], applied["recovered_reserved_operations"], "{dry}");
+            assert_eq!(dry["would_release_terminal_leases"], applied["released_terminal_leases"], "{dry}");
             let states: Vec<String> = c
                 .query(&format!("SELECT operation_key || '=' || state::text FROM {schema}.runtime_sandbox_operations ORDER BY 1"), &[])
                 .unwrap()

@@ -179,7 +179,7 @@ fn reconcile_a_blocked_apply_warns_and_notifies_listeners() {
             "ledger_schema": "runtime_scheduler", "provider": "daytona", "environment": "production", "status": "blocked_mass_absence",
             "run_id": run_id, "snapshot_id": null, "provider_sandbox_count": 0, "unmatched_provider_sandboxes": 0,
             "absent_candidates": 2, "live_operations": 2, "released_terminal_leases": 0,
-            "recovered_reserved_operations": 0
+            "recovered_reserved_operations": 0, "would_release_terminal_leases": 0, "would_recover_reserved_operations": 0
         })
     );
     // Rolled back: no notification, and no history.

@@ -486,3 +486,84 @@ fn the_documented_operator_schedules_jobs_that_run() {
     teardown(&mut db);
     db.batch_execute(&format!("DROP OWNED BY {OPERATOR}; DROP ROLE {OPERATOR}")).unwrap();
 }
+
+/// docs/privileges.md's "Ledger owner that logs in": a fresh LOGIN role owning its schema, granted that block and
+/// nothing more, installs its ledger, records, reconciles, runs the backfill, and schedules a reconciliation whose
+/// pg_cron run succeeds as it (read from cron.job_run_details).
+#[test]
+fn the_documented_login_owner_installs_runs_and_schedules_its_ledger() {
+    const APP: &str = "rs_cron_app_owner";
+    const APP_LEDGER: &str = "rs_cron_app_ledger";
+    let _one_at_a_time = CRON_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut db = common::connect("postgres");
+    setup(&mut db);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/privileges.md")).unwrap();
+    let section = text.split("\n## Ledger owner that logs in").nth(1).unwrap().split("\n## ").next().unwrap();
+    let block = section.split("```sql\n").nth(1).unwrap().split("```").next().unwrap();
+    assert!(block.contains(" TO app;"), "{block}");
+    db.batch_execute(&format!(
+        "SET client_min_messages = warning;
+         SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE '%:{APP_LEDGER}';
+         DROP SCHEMA IF EXISTS {APP_LEDGER} CASCADE;
+         DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP}') THEN
+             DROP OWNED BY {APP}; DROP ROLE {APP}; END IF; END $$;
+         CREATE ROLE {APP} LOGIN;
+         CREATE SCHEMA {APP_LEDGER} AUTHORIZATION {APP};"
+    ))
+    .unwrap();
+    let mut app = common::connect_as(APP, "postgres");
+    let refused = app.batch_execute(&format!("SELECT runtime_sandbox.install_ledger('{APP_LEDGER}')")).unwrap_err();
+    assert_eq!(refused.as_db_error().map(|e| e.code().code()), Some("42501"), "{}", common::db_message(&refused));
+    db.batch_execute(&block.replace(" TO app;", &format!(" TO {APP};")))
+        .unwrap_or_else(|e| panic!("docs/privileges.md's grants: {}", common::db_message(&e)));
+
+    let step = |app: &mut Client, what: &str, sql: &str| {
+        app.batch_execute(sql).unwrap_or_else(|e| panic!("{what} as the owner: {}", common::db_message(&e)));
+    };
+    step(&mut app, "install_ledger", &format!("SELECT runtime_sandbox.install_ledger('{APP_LEDGER}')"));
+    step(
+        &mut app,
+        "the application's rows",
+        &format!(
+            "INSERT INTO {APP_LEDGER}.runs (run_id, org_id) VALUES ('run-a', 'org-1');
+             INSERT INTO {APP_LEDGER}.attempts (run_id, attempt, resource_json)
+                 VALUES ('run-a', 1, '[{{\"kind\": \"daytona_sandbox\", \"sandboxId\": \"sb-a\"}}]');
+             INSERT INTO {APP_LEDGER}.runtime_sandbox_operations
+                 (operation_key, provider, run_id, attempt, org_id, sandbox_id, state, provider_created_at)
+             VALUES ('k1', 'daytona', 'run-1', 1, 'org', 'sb1', 'live', now() - interval '2 hours');"
+        ),
+    );
+    step(
+        &mut app,
+        "record_inventory_snapshot",
+        &format!(
+            "SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb1\"}}]', now() - interval '1 minute',
+                                                              ledger_schema => '{APP_LEDGER}');
+             SELECT runtime_sandbox.record_inventory_snapshot('daytona', '[{{\"sandboxId\": \"sb1\"}}]', now(), ledger_schema => '{APP_LEDGER}');"
+        ),
+    );
+    step(&mut app, "reconcile_daytona", &format!("SELECT runtime_sandbox.reconcile_daytona('[{{\"sandboxId\": \"sb1\"}}]', now(), false, ledger_schema => '{APP_LEDGER}')"));
+    step(&mut app, "the backfill", &format!("CALL runtime_sandbox.run_sandbox_operation_backfill(ledger_schema => '{APP_LEDGER}')"));
+    let job: i64 = app
+        .query_one(&format!("SELECT runtime_sandbox.schedule_reconciliation('* * * * *', ledger_schema => '{APP_LEDGER}')"), &[])
+        .unwrap_or_else(|e| panic!("schedule_reconciliation as the owner: {}", common::db_message(&e)))
+        .get(0);
+    wait_for(&mut db, "the job's run", &format!("SELECT count(*) > 0 FROM cron.job_run_details WHERE jobid = {job} AND status IN ('succeeded', 'failed')"));
+    let run: (String, String, String) = db
+        .query_one(
+            &format!("SELECT username::text, status, coalesce(return_message, '') FROM cron.job_run_details WHERE jobid = {job} AND status IN ('succeeded', 'failed') LIMIT 1"),
+            &[],
+        )
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .unwrap();
+    assert_eq!((run.0.as_str(), run.1.as_str()), (APP, "succeeded"), "{run:?}");
+    let applied = common::count(&mut db, &format!("SELECT count(*) FROM {APP_LEDGER}.reconciliation_runs WHERE status = 'applied'"));
+    assert!(applied >= 2, "the owner's apply and the job's: {applied}");
+    let backfilled = common::count(&mut db, &format!("SELECT count(*) FROM {APP_LEDGER}.runtime_sandbox_operations WHERE run_id = 'run-a'"));
+    assert_eq!(backfilled, 1);
+    let removed: bool = app.query_one(&format!("SELECT runtime_sandbox.unschedule_reconciliation(ledger_schema => '{APP_LEDGER}')"), &[]).unwrap().get(0);
+    assert!(removed);
+    drop(app);
+    db.batch_execute(&format!("DROP SCHEMA {APP_LEDGER} CASCADE; DROP OWNED BY {APP}; DROP ROLE {APP}")).unwrap();
+    teardown(&mut db);
+}

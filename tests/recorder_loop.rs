@@ -35,10 +35,14 @@ fn fleet(org: &str, n: usize) -> Vec<FakeSandbox> {
 }
 
 fn record(fake: &Fake, extra: &[&str]) -> Result<Outcome, Failure> {
-    let database = format!("host=127.0.0.1 port={} user=postgres dbname=postgres", common::port());
+    record_as("postgres", "postgres", LEDGER, fake, extra)
+}
+
+fn record_as(user: &str, dbname: &str, ledger: &str, fake: &Fake, extra: &[&str]) -> Result<Outcome, Failure> {
+    let database = format!("host=127.0.0.1 port={} user={user} dbname={dbname}", common::port());
     let mut args = vec![
         "runtime-sandbox-recorder", "--api-url", &fake.url, "--labels", SCOPE, "--operation-label", "runtime-op",
-        "--organization-id", "org-1", "--database", &database, "--ledger-schema", LEDGER, "--backoff-ms", "10",
+        "--organization-id", "org-1", "--database", &database, "--ledger-schema", ledger, "--backoff-ms", "10",
         "--page-size", "2",
     ];
     args.extend_from_slice(extra);
@@ -170,4 +174,52 @@ fn the_recorder_records_only_complete_listings_and_pg_cron_reconciles_them() {
         .get(0);
     assert_eq!(staging, "live", "production's job never touches staging");
     teardown(&mut db);
+}
+
+/// docs/privileges.md's recorder role, its block run for a fresh role beside a NOLOGIN ledger owner: without it the
+/// recorder is refused and records nothing; with it the recorder records as that role.
+#[test]
+fn the_documented_recorder_role_records_and_nothing_less_does() {
+    const ROLE: &str = "rs_recorder_role";
+    const OWNER: &str = "rs_recorder_owner";
+    const ROLE_LEDGER: &str = "role_ledger";
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/privileges.md")).unwrap();
+    let section = text.split("\n## Recorder role").nth(1).unwrap().split("\n## ").next().unwrap();
+    let block = section.split("```sql\n").nth(1).unwrap().split("```").next().unwrap();
+    let block = block.replace("runtime_sandbox_recorder", ROLE).replace("runtime_sandbox_ledger", OWNER);
+    let dbname = common::fresh_database("it_recorder_role");
+    let mut admin = common::connect(&dbname);
+    admin
+        .batch_execute(&format!(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{ROLE}') THEN DROP ROLE {ROLE}; END IF;
+                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{OWNER}') THEN CREATE ROLE {OWNER} NOLOGIN; END IF;
+             END $$;
+             CREATE SCHEMA {ROLE_LEDGER} AUTHORIZATION {OWNER};
+             SELECT runtime_sandbox.install_ledger('{ROLE_LEDGER}');
+             INSERT INTO {ROLE_LEDGER}.runtime_sandbox_operations
+                 (operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, state, provider_created_at)
+             SELECT 'op-' || i, 'daytona', 'run-' || i, 1, 'org', 'production', 'org-1-sb-' || i, 'org-1', 'live', now()
+             FROM generate_series(0, 2) AS i;"
+        ))
+        .unwrap();
+    let fake = Fake::start();
+    fake.key("key-1", "org-1").sandboxes(fleet("org-1", 3));
+    // A login role without the block: refused, nothing recorded.
+    admin.batch_execute(&format!("CREATE ROLE {ROLE} LOGIN")).unwrap();
+    let refused = record_as(ROLE, &dbname, ROLE_LEDGER, &fake, &[]).unwrap_err();
+    assert_eq!(refused.code, exit::DATABASE, "{}", refused.message);
+    assert!(refused.message.contains("permission denied"), "{}", refused.message);
+    admin.batch_execute(&format!("DROP ROLE {ROLE}")).unwrap();
+    admin.batch_execute(&block).unwrap_or_else(|e| panic!("docs/privileges.md's grants: {}", common::db_message(&e)));
+    let recorded = record_as(ROLE, &dbname, ROLE_LEDGER, &fake, &[])
+        .unwrap_or_else(|f| panic!("the recorder as {ROLE}: {}", f.message));
+    let items: i32 = admin
+        .query_one(&format!("SELECT item_count FROM {ROLE_LEDGER}.provider_inventory_snapshots WHERE snapshot_id = $1"), &[&recorded.snapshot_id.unwrap()])
+        .unwrap()
+        .get(0);
+    assert_eq!(items, 3);
+    drop(admin);
+    common::drop_database(&dbname);
+    common::connect("postgres").batch_execute(&format!("DROP ROLE {ROLE}; DROP OWNED BY {OWNER}; DROP ROLE {OWNER}")).unwrap();
 }

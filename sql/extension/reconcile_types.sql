@@ -34,7 +34,11 @@ CREATE TYPE @extschema@.reconciliation_summary AS (
     -- Since 0.4.0, appended: the environment reconciled, and what other
     -- environments own of the unowned sandboxes.
     environment                    text,
-    unowned_in_other_environments  jsonb
+    unowned_in_other_environments  jsonb,
+    -- What an apply releases and recovers: computed by a dry run (whose
+    -- application columns stay 0), an apply's own counts on an apply.
+    would_release_terminal_leases      bigint,
+    would_recover_reserved_operations  bigint
 );
 COMMENT ON TYPE @extschema@.reconciliation_summary IS
-'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live Daytona operations of the environment), snapshot_id (the snapshot reconciled), confirming_snapshots (how many snapshots an absent operation had to be missing from), environment (the operations'' environment reconciled) and unowned_in_other_environments (when blocked_unowned_sandboxes: how many of the unowned sandboxes live operations of each other environment own, {} when none). NULL: not evaluated in this run.';
+'The result of reconcile_daytona and reconcile_daytona_latest: the application''s reconciliation summary fields in snake_case, status (applied, planned, blocked_unowned_sandboxes, blocked_mass_absence, skipped_concurrent, no_fresh_snapshot), the per-statement diagnostics, then absent_candidates (every live operation the absence filters kept, not only the batch), live_operations (live Daytona operations of the environment), snapshot_id (the snapshot reconciled), confirming_snapshots (how many snapshots an absent operation had to be missing from), environment (the operations'' environment reconciled), unowned_in_other_environments (when blocked_unowned_sandboxes: how many of the unowned sandboxes live operations of each other environment own, {} when none), would_release_terminal_leases and would_recover_reserved_operations (what an apply on the same ledger and listing releases and recovers: a dry run counts them, read only, since the application''s dry run skips both phases and leaves released_terminal_leases and recovered_reserved_operations 0; an apply reports its own counts). NULL: not evaluated in this run.';

@@ -100,20 +100,43 @@ impl Ledger {
         ));
     }
 
-    /// reconcile_daytona on this ledger, as JSON.
+    /// reconcile_daytona on this ledger, as JSON. Before every apply, a dry
+    /// run of the same call must say what the apply releases and recovers.
     fn reconcile(&self, inventory: &Value, dry_run: bool, extra: &str) -> Value {
-        let sql = format!(
-            "SELECT to_jsonb(r)::text FROM runtime_sandbox.reconcile_daytona('{inventory}'::jsonb, now(), {dry_run}, \
-             ledger_schema => '{s}'{extra}) r",
-            s = self.s
-        );
-        serde_json::from_str(&text(&sql).unwrap()).unwrap()
+        let call = |dry_run: bool| {
+            let sql = format!(
+                "SELECT to_jsonb(r)::text FROM runtime_sandbox.reconcile_daytona('{inventory}'::jsonb, now(), {dry_run}, \
+                 ledger_schema => '{s}'{extra}) r",
+                s = self.s
+            );
+            serde_json::from_str::<Value>(&text(&sql).unwrap()).unwrap()
+        };
+        if dry_run {
+            return call(true);
+        }
+        let planned = call(true);
+        let applied = call(false);
+        assert_would_match(&planned, &applied);
+        applied
     }
 
     fn state(&self, key: &str) -> String {
         text(&format!("SELECT state::text FROM {}.runtime_sandbox_operations WHERE operation_key = '{key}'", self.s))
             .unwrap()
     }
+}
+
+/// A dry run's `would_*` columns are the apply's release and recovery
+/// counts, which an apply repeats in its own `would_*`; the dry run's
+/// application columns stay 0, as the application's dry run skips both phases.
+fn assert_would_match(planned: &Value, applied: &Value) {
+    let pick = |s: &Value, a: &str, b: &str| (s[a].clone(), s[b].clone());
+    let done = pick(applied, "released_terminal_leases", "recovered_reserved_operations");
+    if applied["status"] != "skipped_concurrent" {
+        assert_eq!(pick(planned, "would_release_terminal_leases", "would_recover_reserved_operations"), done, "{planned}\n{applied}");
+    }
+    assert_eq!(pick(applied, "would_release_terminal_leases", "would_recover_reserved_operations"), done);
+    assert_eq!(pick(planned, "released_terminal_leases", "recovered_reserved_operations"), (json!(0), json!(0)));
 }
 
 fn counts(summary: &Value) -> Value {
@@ -275,7 +298,8 @@ fn reconcile_duplicate_labels_recover_nothing_and_fail_closed() {
             "status": "blocked_unowned_sandboxes",
             // The ledger was read (one live operation), absence never looked at.
             "absent_candidates": null, "live_operations": 1, "snapshot_id": null, "confirming_snapshots": null,
-            "environment": "production", "unowned_in_other_environments": {}
+            "environment": "production", "unowned_in_other_environments": {},
+            "would_release_terminal_leases": 1, "would_recover_reserved_operations": 0
         })
     );
     // The select sees both items (2 rows), so recovery runs and promotes none.
@@ -562,7 +586,8 @@ fn reconcile_dry_run_leaves_every_table_byte_identical() {
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": false, "dry_run": true,
             "status": "planned",
             "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null,
-            "environment": "production", "unowned_in_other_environments": null
+            "environment": "production", "unowned_in_other_environments": null,
+            "would_release_terminal_leases": 1, "would_recover_reserved_operations": 1
         })
     );
     let applied = l.reconcile(&inventory, false, "");
@@ -575,7 +600,8 @@ fn reconcile_dry_run_leaves_every_table_byte_identical() {
             "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
             "status": "applied",
             "absent_candidates": 1, "live_operations": 2, "snapshot_id": null, "confirming_snapshots": null,
-            "environment": "production", "unowned_in_other_environments": null
+            "environment": "production", "unowned_in_other_environments": null,
+            "would_release_terminal_leases": 1, "would_recover_reserved_operations": 1
         })
     );
     let history = rows("SELECT status, dry_run, summary - 'diagnostics' AS summary, finished_at >= started_at AS ordered \
@@ -596,7 +622,8 @@ fn reconcile_returns_named_columns() {
         "provider,provider_sandbox_count,matched_live_sandboxes,unmatched_provider_sandbox_ids,live_leases_to_seed,\
          absent_ledger_rows,seeded_leases,released_terminal_leases,marked_deleted,recovered_reserved_operations,\
          has_more_absent_ledger_rows,dry_run,status,diagnostics,absent_candidates,live_operations,snapshot_id,\
-         confirming_snapshots,environment,unowned_in_other_environments"
+         confirming_snapshots,environment,unowned_in_other_environments,would_release_terminal_leases,\
+         would_recover_reserved_operations"
     );
     assert_eq!(
         text("SELECT status || ':' || provider_sandbox_count || ':' || cardinality(diagnostics) \
@@ -825,7 +852,8 @@ fn reconcile_valve_in_a_dry_run_reports_every_count() {
             "recovered_reserved_operations": 0, "has_more_absent_ledger_rows": true, "dry_run": true,
             "status": "blocked_mass_absence",
             "absent_candidates": 29, "live_operations": 31, "snapshot_id": null, "confirming_snapshots": null,
-            "environment": "production", "unowned_in_other_environments": null
+            "environment": "production", "unowned_in_other_environments": null,
+            "would_release_terminal_leases": 0, "would_recover_reserved_operations": 0
         })
     );
     assert_eq!(
@@ -863,7 +891,8 @@ fn reconcile_blocked_apply_keeps_only_the_phases_before_the_valve() {
             "recovered_reserved_operations": 1, "has_more_absent_ledger_rows": false, "dry_run": false,
             "status": "blocked_mass_absence",
             "absent_candidates": 20, "live_operations": 21, "snapshot_id": null, "confirming_snapshots": null,
-            "environment": "production", "unowned_in_other_environments": null
+            "environment": "production", "unowned_in_other_environments": null,
+            "would_release_terminal_leases": 1, "would_recover_reserved_operations": 1
         })
     );
     // No seeding, no marking, no second release pass.

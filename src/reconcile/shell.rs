@@ -45,6 +45,7 @@ const NOTIFY: &str = include_str!("../../sql/queries/reconcile/notify.sql");
 const SETTINGS: &str = include_str!("../../sql/queries/reconcile/settings.sql");
 const SUMMARY_ROW: &str = include_str!("../../sql/queries/reconcile/summary_row.sql");
 const UNOWNED_ELSEWHERE: &str = include_str!("../../sql/queries/reconcile/unowned_elsewhere.sql");
+const WOULD_RECOVER: &str = include_str!("../../sql/queries/reconcile/would_recover.sql");
 
 /// What an apply of `reconcile_daytona` needs in the ledger beyond the
 /// application's tables (a dry run needs nothing more).
@@ -363,6 +364,17 @@ pub(crate) fn take_guard(client: &mut SpiClient, options: &Options) -> bool {
 }
 
 pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) -> Summary {
+    let mut second_release = 0;
+    let mut summary = phases(client, options, listing, &mut second_release);
+    summary.settle(second_release);
+    summary
+}
+
+/// The phases in the application's order. A dry run counts in
+/// `would_*` what the apply's release and recovery would write
+/// (`second_release`: the apply's second pass, which `Summary::settle` adds
+/// when the run is not blocked).
+fn phases(client: &mut SpiClient, options: &Options, listing: &Listing, second_release: &mut i64) -> Summary {
     let ledger = options.ledger();
     let items = &listing.items;
     let mut summary =
@@ -373,9 +385,12 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
     // Leases whose sandbox cleanup is durably deleted (same run) are released.
     if !options.dry_run {
         let started = Instant::now();
-        let released = capacity.release_first(client, &ledger);
+        let released = capacity.release_first(client, &ledger, false);
         summary.released_terminal_leases = released;
         summary.measured(Phase::ReleaseTerminalCapacity, elapsed_ms(started), released);
+    } else {
+        // Counted, not measured: the application's dry run has no such phase.
+        summary.would_release_terminal_leases = capacity.release_first(client, &ledger, true);
     }
 
     // Items owned by a reserved create's unique operation label.
@@ -401,6 +416,20 @@ pub(crate) fn run(client: &mut SpiClient, options: &Options, listing: &Listing) 
         summary.recovered_reserved_operations = bound.len() as i64;
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), summary.recovered_reserved_operations);
         capacity.bound(bound);
+    } else if ownership.reserved_rows > 0 {
+        let owned = InventoryColumns::from_items(
+            items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
+        );
+        let params = [
+            owned.sandbox_ids.into(),
+            owned.routing_domains.into(),
+            owned.operation_keys.into(),
+            options.environment_param(),
+        ];
+        let (table, _) = execute(client, &ledger.sql(WOULD_RECOVER), &params);
+        let table = table.first();
+        summary.would_recover_reserved_operations = count(&table, 1);
+        *second_release = count(&table, 2);
     }
 
     // Match: the current operations in one read, paired with the inventory in Rust.
@@ -781,6 +810,8 @@ pub(crate) fn alert(client: &mut SpiClient, ledger: &SchemaName, run_id: i64, su
         "live_operations": summary.live_operations,
         "released_terminal_leases": summary.released_terminal_leases,
         "recovered_reserved_operations": summary.recovered_reserved_operations,
+        "would_release_terminal_leases": summary.would_release_terminal_leases,
+        "would_recover_reserved_operations": summary.would_recover_reserved_operations,
     });
     execute(client, NOTIFY, &[payload.to_string().into()]);
 }
@@ -815,6 +846,8 @@ pub(crate) fn result_row(summary: &Summary) -> PgHeapTuple<'static, AllocatedByR
 const SIZES: &str = include_str!("../../sql/queries/reconcile/capacity_sizes.sql");
 const RELEASE_FROM_CLEANUPS: &str = include_str!("../../sql/queries/reconcile/release_from_cleanups.sql");
 const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../sql/queries/reconcile/release_terminal_capacity.sql");
+const WOULD_RELEASE_FROM_CLEANUPS: &str = include_str!("../../sql/queries/reconcile/would_release_from_cleanups.sql");
+const WOULD_RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../sql/queries/reconcile/would_release_terminal_capacity.sql");
 const OPEN_LEASES: &str = include_str!("../../sql/queries/reconcile/open_leases.sql");
 const LEASE_IDENTITIES: &str = include_str!("../../sql/queries/reconcile/lease_identities.sql");
 const LEASE_IDENTITIES_OPEN: &str = include_str!("../../sql/queries/reconcile/lease_identities_open.sql");
@@ -952,9 +985,14 @@ impl<'t> Capacity<'t> {
 
     /// The first release pass: leases whose cleanup (same sandbox, routing
     /// domain and run) is durably deleted. Returns how many were released.
-    pub fn release_first(&mut self, client: &mut SpiClient, ledger: &Ledger) -> i64 {
+    /// `count_only`: a dry run's count of the same leases, read only (the
+    /// rows read are kept for the inspection as an apply's are).
+    pub fn release_first(&mut self, client: &mut SpiClient, ledger: &Ledger, count_only: bool) -> i64 {
         let deleted_reach = self.reach(client, ledger).1;
         if deleted_reach == DeletedReach::Few {
+            if count_only {
+                return run_count(client, &ledger.sql(WOULD_RELEASE_FROM_CLEANUPS), &[]);
+            }
             return run_count(client, &ledger.sql(RELEASE_FROM_CLEANUPS), &[clock()]);
         }
         let open = planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<3>::read(client, &ledger.sql(OPEN_LEASES), &[]));
@@ -973,6 +1011,9 @@ impl<'t> Capacity<'t> {
         self.deleted.push(deleted);
         if terminal.is_empty() {
             return 0;
+        }
+        if count_only {
+            return run_count(client, &ledger.sql(WOULD_RELEASE_TERMINAL_CAPACITY), &[terminal.into()]);
         }
         run_count(client, &ledger.sql(RELEASE_TERMINAL_CAPACITY), &[terminal.into(), clock()])
     }

@@ -92,6 +92,12 @@ pub struct Summary {
     /// (serialized as an object; {} when none); None otherwise.
     #[serde(serialize_with = "as_object")]
     pub unowned_in_other_environments: Option<Vec<(String, i64)>>,
+    /// What an apply on this ledger and listing releases and recovers: a dry
+    /// run computes them (the application's dry run skips both phases, so
+    /// `released_terminal_leases` and `recovered_reserved_operations` stay 0
+    /// there); an apply copies its own counts (`Summary::settle`).
+    pub would_release_terminal_leases: i64,
+    pub would_recover_reserved_operations: i64,
 }
 
 /// (environment, count) pairs as the JSON object the result row holds.
@@ -126,6 +132,22 @@ impl Summary {
             confirming_snapshots: None,
             environment: crate::args::DEFAULT_ENVIRONMENT.to_owned(),
             unowned_in_other_environments: None,
+            would_release_terminal_leases: 0,
+            would_recover_reserved_operations: 0,
+        }
+    }
+
+    /// Fill the `would_*` columns as the run ends. An apply reports what it
+    /// did. A dry run has counted the first release pass and the recovery in
+    /// the `would_*` fields; `second_release` is how many of the leases
+    /// recovery would bind an apply's second pass releases, a pass an apply
+    /// reaches only when nothing blocked it.
+    pub fn settle(&mut self, second_release: i64) {
+        if !self.dry_run {
+            self.would_release_terminal_leases = self.released_terminal_leases;
+            self.would_recover_reserved_operations = self.recovered_reserved_operations;
+        } else if self.status == Status::Planned {
+            self.would_release_terminal_leases += second_release;
         }
     }
 
@@ -249,6 +271,24 @@ mod tests {
         assert_eq!(minimum_age(i32::MAX, i32::MAX, i64::MAX).unwrap_err().reason, "must be a finite interval");
         assert_eq!(minimum_age(i32::MIN, i32::MIN, i64::MIN).unwrap_err().reason, "must be a finite interval");
         assert!(minimum_age(i32::MAX, i32::MAX, i64::MAX - 1).is_ok());
+    }
+
+    #[test]
+    fn settle_copies_an_apply_and_adds_the_second_pass_to_a_dry_run_that_reaches_it() {
+        let mut apply = Summary::empty(3, false, Status::BlockedUnownedSandboxes);
+        (apply.released_terminal_leases, apply.recovered_reserved_operations) = (2, 1);
+        apply.settle(5);
+        assert_eq!((apply.would_release_terminal_leases, apply.would_recover_reserved_operations), (2, 1));
+        let planned = |status| {
+            let mut dry = Summary::empty(3, true, status);
+            (dry.would_release_terminal_leases, dry.would_recover_reserved_operations) = (2, 1);
+            dry.settle(1);
+            (dry.would_release_terminal_leases, dry.would_recover_reserved_operations, dry.released_terminal_leases)
+        };
+        assert_eq!(planned(Status::Planned), (3, 1, 0));
+        // A blocked apply stops before the second pass.
+        assert_eq!(planned(Status::BlockedMassAbsence), (2, 1, 0));
+        assert_eq!(planned(Status::BlockedUnownedSandboxes), (2, 1, 0));
     }
 
     #[test]

@@ -13,7 +13,7 @@ VALUES ('op-1', 'daytona', 'run-1', 1, 'org-1', 'sb-1', 'live', 'label-1', now()
 INSERT INTO runtime_scheduler.runtime_sandbox_capacity_leases (lease_id, org_id, run_id) VALUES ('op-3', 'org-1', 'run-3');
 \x on
 SELECT provider_sandbox_count, matched_live_sandboxes, unmatched_provider_sandbox_ids, live_leases_to_seed,
-       absent_ledger_rows, recovered_reserved_operations, status
+       absent_ledger_rows, recovered_reserved_operations, would_recover_reserved_operations, status
 FROM runtime_sandbox.reconcile_daytona(
     '[{"sandboxId": "sb-1", "operationKey": "label-1"},
       {"sandboxId": "sb-9", "operationKey": "label-3", "routingDomain": "eu"}]',
