@@ -38,6 +38,9 @@ build_setup() {
   fi
 }
 
+# target/ in the build cache outside the clone, before anything builds (scripts/build_cache.sh).
+"$here/build_cache.sh"
+
 if [ "${1:-}" = build ]; then
   build_setup
   exit 0
