@@ -34,7 +34,7 @@ all)
   : >"$RUNTIME_SANDBOX_TIMES"
   started=$(date +%s)
   status=0
-  timed "PostgreSQL $PG_MAJOR: the whole suite" make_ test-one || status=$?
+  timed "PostgreSQL $PG_MAJOR: the whole suite" make --no-print-directory test-one || status=$?
   # The other majors must not inherit this major's PG_CONFIG and PGRX_HOME (their clusters would start with it).
   for m in ${ALSO_MAJORS:-}; do
     [ $status -eq 0 ] && [ "$m" != "$PG_MAJOR" ] || continue
@@ -56,13 +56,13 @@ all)
   ;;
 one)
   "$here/build_cache.sh"
-  timed "PostgreSQL $PG_MAJOR: pure core" make_ test-core
-  timed "PostgreSQL $PG_MAJOR: #[pg_test]s and integration tests" make_ test-pg
-  timed "PostgreSQL $PG_MAJOR: pg_regress goldens" make_ test-regress
-  timed "PostgreSQL $PG_MAJOR: pgspot" make_ test-pgspot
-  [ "$PG_MAJOR" != 15 ] || timed "PostgreSQL 15: Citus" make_ test-citus-installed
-  [[ " ${PACKAGE_MAJORS:-} " != *" $PG_MAJOR "* ]] || timed "PostgreSQL $PG_MAJOR: the package" make_ test-package
-  [ "$PG_MAJOR" = 15 ] || timed "PostgreSQL $PG_MAJOR: pg_upgrade from 15" make_ test-pg-upgrade
+  timed "PostgreSQL $PG_MAJOR: pure core" make --no-print-directory test-core
+  timed "PostgreSQL $PG_MAJOR: #[pg_test]s and integration tests" make --no-print-directory test-pg
+  timed "PostgreSQL $PG_MAJOR: pg_regress goldens" make --no-print-directory test-regress
+  timed "PostgreSQL $PG_MAJOR: pgspot" make --no-print-directory test-pgspot
+  [ "$PG_MAJOR" != 15 ] || timed "PostgreSQL 15: Citus" make --no-print-directory test-citus-installed
+  [[ " ${PACKAGE_MAJORS:-} " != *" $PG_MAJOR "* ]] || timed "PostgreSQL $PG_MAJOR: the package" make --no-print-directory test-package
+  [ "$PG_MAJOR" = 15 ] || timed "PostgreSQL $PG_MAJOR: pg_upgrade from 15" make --no-print-directory test-pg-upgrade
   ;;
 light)
   "$here/build_cache.sh"
