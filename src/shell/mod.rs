@@ -6,9 +6,11 @@
 //! - `owner`: running statements as the owner of the tables they touch;
 //! - `types`: argument types pgrx does not map the way the extension needs.
 
+pub mod datum;
 pub mod owner;
 pub mod raise;
 pub mod spi;
+pub mod statement;
 pub mod standby;
 pub mod types;
 
