@@ -4,11 +4,54 @@
 //! retried within a bound, waiting as `Retry-After-*` asks; 400, 401, 403 and
 //! 404 fail at once. No body is ever logged (a pre-v0.180 item carries the
 //! sandbox's environment variables).
+//!
+//! A long listing is walked in parallel (`--concurrency`): after the first pages of the sequential walk, the
+//! time from the last sandbox reached to the capture is split into `createdAt` ranges (`ranges`), walked at once,
+//! each to its null cursor, at most `--requests-per-second` over all of them (Daytona's rate limit is the whole
+//! organization's, fact d1); the union is checked as one listing, and any range that fails fails the listing.
 
 use crate::listing::{self, Item, Next, Page, RoutingDomain, Walk};
 use crate::failure::Failure;
-use std::time::{Duration, Instant};
+use crate::ranges::{self, Range};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 use ureq::Agent;
+
+/// Pages the sequential walk takes before a listing is split (a small fleet is walked exactly as before).
+pub const SPLIT_AFTER_PAGES: usize = 5;
+/// Ranges per concurrent walker: a walker that finishes a short range takes the next (creation is uneven).
+const RANGES_PER_WALKER: usize = 4;
+
+/// At most one request per `interval` over every walker of the run.
+#[derive(Debug)]
+pub struct Pacer {
+    interval: Option<Duration>,
+    next: Mutex<Instant>,
+}
+
+impl Pacer {
+    /// `per_second`: the most requests a second (0: no limit).
+    pub fn new(per_second: f64) -> Self {
+        let interval = (per_second > 0.0).then(|| Duration::from_secs_f64(1.0 / per_second));
+        Pacer { interval, next: Mutex::new(Instant::now()) }
+    }
+
+    /// Wait for this request's turn.
+    fn wait(&self) {
+        let Some(interval) = self.interval else { return };
+        let at = {
+            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+            let at = (*next).max(Instant::now());
+            *next = at + interval;
+            at
+        };
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep(at - now);
+        }
+    }
+}
 
 /// How a request proves whose sandboxes it lists (as Daytona's SDKs take it).
 #[derive(Clone)]
@@ -36,7 +79,7 @@ pub struct Organization {
 }
 
 /// The parameters identical on every page of every walk.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Lister {
     pub api_url: String,
     /// The `labels` parameter (a JSON object), None: unscoped.
@@ -59,6 +102,9 @@ pub struct Lister {
     /// How items are mapped (listing::item).
     pub operation_label: String,
     pub routing: RoutingDomain,
+    /// Walkers of a long listing (1: the sequential walk only).
+    pub concurrency: usize,
+    pub pacer: Pacer,
 }
 
 const USER_AGENT: &str = concat!("runtime-sandbox-recorder/", env!("CARGO_PKG_VERSION"));
@@ -130,32 +176,16 @@ enum Answer {
 }
 
 impl Lister {
-    /// Walk one organization's sandboxes, oldest first, to the null cursor.
+    /// Walk one organization's sandboxes, oldest first, to the null cursor; a long listing (more than
+    /// SPLIT_AFTER_PAGES pages, `concurrency` above 1) in parallel ranges from there to `captured_at`.
     /// `log` takes progress lines (pages, items, elapsed), never a body or key.
-    pub fn list(&self, org: &Organization, log: &mut dyn FnMut(String)) -> Result<Vec<Item>, Failure> {
+    pub fn list(&self, org: &Organization, captured_at: SystemTime, log: &mut dyn FnMut(String)) -> Result<Vec<Item>, Failure> {
         let started = Instant::now();
         let mut walk = Walk::new(&org.id, self.max_pages, &self.operation_label, self.routing).scoped(&self.scope);
         let mut cursor: Option<String> = None;
         let mut reported = Instant::now();
         loop {
-            let number = walk.pages() + 1;
-            let page = self.page(org, cursor.as_deref(), number, log).map_err(|mut failure| {
-                if failure.message.starts_with(DEADLINE) {
-                    failure.message = format!(
-                        "{DEADLINE} (--deadline {} s) passed while listing organization {}: {} pages and {} sandboxes \
-                         listed so far, page {number} not; nothing recorded",
-                        self.deadline_seconds,
-                        org.id,
-                        walk.pages(),
-                        walk.listed()
-                    );
-                }
-                failure
-            })?;
-            if page.plain_array {
-                log(format!("organization {}: the server answered a plain array (Daytona before v0.180, no paging)", org.id));
-            }
-            let next = walk.take(page).map_err(|e| Failure::incomplete(format!("organization {}: {e}", org.id)))?;
+            let next = self.step(org, &mut walk, cursor.as_deref(), None, log)?;
             if reported.elapsed() >= Duration::from_secs(5) {
                 log(format!(
                     "organization {}: {} pages, {} sandboxes, {:.1} s",
@@ -167,7 +197,24 @@ impl Lister {
                 reported = Instant::now();
             }
             match next {
-                Next::Page(next) => cursor = Some(next),
+                Next::Page(next) => {
+                    if self.concurrency > 1 && walk.pages() == SPLIT_AFTER_PAGES {
+                        let captured = captured_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+                        match walk.last_created() {
+                            Some(last) => {
+                                let ranges = ranges::split(last, captured, self.concurrency * RANGES_PER_WALKER);
+                                if ranges.len() > 1 {
+                                    return self.list_ranges(org, walk, next, ranges, started, log);
+                                }
+                            }
+                            None => log(format!(
+                                "organization {}: the sandboxes carry no createdAt: listed sequentially",
+                                org.id
+                            )),
+                        }
+                    }
+                    cursor = Some(next);
+                }
                 Next::Done => {
                     log(format!(
                         "organization {}: {} sandboxes in {} pages, {:.1} s",
@@ -182,7 +229,151 @@ impl Lister {
         }
     }
 
-    fn page(&self, org: &Organization, cursor: Option<&str>, number: usize, log: &mut dyn FnMut(String)) -> Result<Page, Failure> {
+    /// One page of a walk (of `range`, None: unfiltered), taken by the walk's checks.
+    fn step(
+        &self,
+        org: &Organization,
+        walk: &mut Walk,
+        cursor: Option<&str>,
+        range: Option<&Range>,
+        log: &mut dyn FnMut(String),
+    ) -> Result<Next, Failure> {
+        let number = walk.pages() + 1;
+        let at = range.map(|r| format!(" range {}", ranges::describe(r))).unwrap_or_default();
+        let page = self.page(org, cursor, range, number, log).map_err(|mut failure| {
+            if failure.message.starts_with(DEADLINE) {
+                failure.message = format!(
+                    "{DEADLINE} (--deadline {} s) passed while listing organization {}{at}: {} pages and {} sandboxes \
+                     listed so far, page {number} not; nothing recorded",
+                    self.deadline_seconds,
+                    org.id,
+                    walk.pages(),
+                    walk.listed()
+                );
+            }
+            failure
+        })?;
+        if page.plain_array {
+            log(format!("organization {}: the server answered a plain array (Daytona before v0.180, no paging)", org.id));
+        }
+        walk.take(page).map_err(|e| Failure::incomplete(format!("organization {}{at}: {e}", org.id)))
+    }
+
+    /// The rest of a long listing in parallel: `first` (the sequential walk, continued from `cursor` up to the
+    /// first range's end) and the other ranges, each walked to its null cursor by `concurrency` walkers; the
+    /// union checked as one listing (ranges::merge). The first failure (in range order) fails the listing.
+    fn list_ranges(
+        &self,
+        org: &Organization,
+        mut first: Walk,
+        cursor: String,
+        ranges: Vec<Range>,
+        started: Instant,
+        log: &mut dyn FnMut(String),
+    ) -> Result<Vec<Item>, Failure> {
+        let count = ranges.len();
+        log(format!(
+            "organization {}: {} sandboxes in {} pages, {:.1} s; the rest in {count} ranges by createdAt, {} at a time",
+            org.id,
+            first.listed(),
+            first.pages(),
+            started.elapsed().as_secs_f64(),
+            self.concurrency.min(count)
+        ));
+        first.until(ranges[0].before.expect("a split has a first boundary"));
+        let first = Mutex::new(Some((first, cursor)));
+        let results: Vec<Mutex<Option<Result<Walk, Failure>>>> = (0..count).map(|_| Mutex::new(None)).collect();
+        let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::scope(|scope| {
+            for _ in 0..self.concurrency.min(count) {
+                let tx = tx.clone();
+                let (ranges, first, results, next, failed) = (&ranges, &first, &results, &next, &failed);
+                scope.spawn(move || {
+                    let mut log = |line: String| {
+                        let _ = tx.send(line);
+                    };
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if i >= count || failed.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let (mut walk, mut cursor, filter) = match first.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                            Some((walk, cursor)) if i == 0 => (walk, Some(cursor), None),
+                            _ => (
+                                Walk::new(&org.id, self.max_pages, &self.operation_label, self.routing).scoped(&self.scope),
+                                None,
+                                Some(&ranges[i]),
+                            ),
+                        };
+                        let result = loop {
+                            if failed.load(Ordering::SeqCst) {
+                                break Err(Failure::incomplete("another range failed"));
+                            }
+                            match self.step(org, &mut walk, cursor.as_deref(), filter, &mut log) {
+                                Ok(Next::Page(next)) => cursor = Some(next),
+                                Ok(Next::Done) => break Ok(walk),
+                                Err(failure) => {
+                                    failed.store(true, Ordering::SeqCst);
+                                    break Err(failure);
+                                }
+                            }
+                        };
+                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+                    }
+                });
+            }
+            drop(tx);
+            for line in rx {
+                log(line);
+            }
+        });
+        let mut walks = Vec::with_capacity(count);
+        let mut failure = None;
+        for result in results {
+            match result.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Ok(walk)) => walks.push(walk),
+                Some(Err(f)) if failure.is_none() && f.message != "another range failed" => failure = Some(f),
+                _ => {}
+            }
+        }
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        if walks.len() != count {
+            return Err(Failure::incomplete(format!("organization {}: a range of the listing was not walked", org.id)));
+        }
+        let pages: usize = walks.iter().map(Walk::pages).sum();
+        if pages > self.max_pages {
+            return Err(Failure::incomplete(format!(
+                "organization {}: more than {} pages (--max-pages): the listing did not end",
+                org.id, self.max_pages
+            )));
+        }
+        let (items, placed): (Vec<Vec<Item>>, Vec<ranges::Walked>) = walks.into_iter().map(Walk::finish_placed).unzip();
+        let keep = ranges::merge(&ranges, &placed).map_err(|e| Failure::incomplete(format!("organization {}: {e}", org.id)))?;
+        let listed: Vec<Item> = items
+            .into_iter()
+            .zip(keep)
+            .flat_map(|(items, keep)| items.into_iter().zip(keep).filter_map(|(item, keep)| keep.then_some(item)))
+            .collect();
+        log(format!(
+            "organization {}: {} sandboxes in {pages} pages, {:.1} s",
+            org.id,
+            listed.len(),
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(listed)
+    }
+
+    fn page(
+        &self,
+        org: &Organization,
+        cursor: Option<&str>,
+        range: Option<&Range>,
+        number: usize,
+        log: &mut dyn FnMut(String),
+    ) -> Result<Page, Failure> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -191,7 +382,8 @@ impl Lister {
             if left.is_zero() {
                 return Err(Failure::incomplete(DEADLINE));
             }
-            let (why, retry_after) = match self.request(org, cursor, number, left.min(self.timeout)) {
+            self.pacer.wait();
+            let (why, retry_after) = match self.request(org, cursor, range, number, left.min(self.timeout)) {
                 Answer::Retry(_, _) if Instant::now() >= self.deadline => return Err(Failure::incomplete(DEADLINE)),
                 Answer::Page(page) => return Ok(page),
                 Answer::Fail(failure) => return Err(failure),
@@ -219,7 +411,7 @@ impl Lister {
         }
     }
 
-    fn request(&self, org: &Organization, cursor: Option<&str>, number: usize, timeout: Duration) -> Answer {
+    fn request(&self, org: &Organization, cursor: Option<&str>, range: Option<&Range>, number: usize, timeout: Duration) -> Answer {
         let url = format!("{}/sandbox", self.api_url.trim_end_matches('/'));
         let mut request = self
             .agent
@@ -242,6 +434,12 @@ impl Lister {
         }
         if self.include_errored_deleted {
             request = request.query("includeErroredDeleted", "true");
+        }
+        if let Some(after) = range.and_then(|r| r.after) {
+            request = request.query("createdAtAfter", ranges::format(after));
+        }
+        if let Some(before) = range.and_then(|r| r.before) {
+            request = request.query("createdAtBefore", ranges::format(before));
         }
         if let Some(cursor) = cursor {
             request = request.query("cursor", cursor);

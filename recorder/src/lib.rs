@@ -5,6 +5,7 @@
 //! application running. A listing is recorded whole or not at all.
 //!
 //! The pure cores: `listing` (shapes, walk checks, mapping, coverage, waits),
+//! `ranges` (the parallel listing's time ranges and their union),
 //! `conninfo` (libpq's parameters), `pgpass`; `failure` (why nothing was
 //! recorded, and the exit code) below everything; `daytona`, `record` and
 //! `tls` are the I/O at the edges; `run` (the command line and the run) ties
@@ -15,6 +16,7 @@ pub mod daytona;
 pub mod failure;
 pub mod listing;
 pub mod pgpass;
+pub mod ranges;
 pub mod record;
 pub mod run;
 pub mod tls;

@@ -21,6 +21,8 @@ pub struct Sandbox {
     pub id: String,
     pub organization_id: String,
     pub labels: BTreeMap<String, String>,
+    /// `createdAt` (optional in the spec, fact b3), as an instant; None when missing or not a date-time.
+    pub created_at: Option<crate::ranges::Instant>,
 }
 
 /// One answer of `GET /sandbox`.
@@ -55,6 +57,8 @@ struct TypedItem {
     #[serde(rename = "organizationId")]
     organization_id: String,
     labels: BTreeMap<String, String>,
+    #[serde(rename = "createdAt", default)]
+    created_at: Option<String>,
 }
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
@@ -70,7 +74,12 @@ pub fn parse_page(body: &str, first: bool) -> Result<Page, String> {
         if items.iter().all(|i| !i.id.is_empty()) {
             let items = items
                 .into_iter()
-                .map(|i| Sandbox { id: i.id, organization_id: i.organization_id, labels: i.labels })
+                .map(|i| Sandbox {
+                    id: i.id,
+                    organization_id: i.organization_id,
+                    labels: i.labels,
+                    created_at: i.created_at.as_deref().and_then(crate::ranges::parse),
+                })
                 .collect();
             return Ok(Page { items, next_cursor, plain_array: false });
         }
@@ -126,7 +135,8 @@ fn parse_item(item: &Value) -> Result<Sandbox, String> {
             .collect::<Result<BTreeMap<_, _>, _>>()?,
         _ => return Err(format!("sandbox {id}: \"labels\" is not an object")),
     };
-    Ok(Sandbox { id, organization_id, labels })
+    let created_at = object.get("createdAt").and_then(Value::as_str).and_then(crate::ranges::parse);
+    Ok(Sandbox { id, organization_id, labels, created_at })
 }
 
 /// One organization's walk over its pages, checked as it goes: every page
@@ -145,6 +155,13 @@ pub struct Walk {
     ids: HashSet<String>,
     cursors: HashSet<String>,
     items: Vec<Item>,
+    /// Each item's `createdAt` (the parallel listing places items by it).
+    created: Vec<Option<crate::ranges::Instant>>,
+    /// Items created after this are left to the next range: the walk ends at the first (a range's
+    /// `createdAtBefore` applied to a walk that continues an unfiltered cursor).
+    until: Option<crate::ranges::Instant>,
+    /// The walk reached an item past `until`.
+    passed: bool,
 }
 
 /// What comes after a page.
@@ -168,7 +185,20 @@ impl Walk {
             ids: HashSet::new(),
             cursors: HashSet::new(),
             items: Vec::new(),
+            created: Vec::new(),
+            until: None,
+            passed: false,
         }
+    }
+
+    /// End the walk at the first item created after `until` (it and the rest of its page are left out).
+    pub fn until(&mut self, until: crate::ranges::Instant) {
+        self.until = Some(until);
+    }
+
+    /// The `createdAt` of the last item taken (None: none yet, or it had none).
+    pub fn last_created(&self) -> Option<crate::ranges::Instant> {
+        self.created.last().copied().flatten()
     }
 
     /// Check every item against the label scope too: a server (or a proxy,
@@ -202,13 +232,21 @@ impl Walk {
             if let Some(reason) = outside_scope(&sandbox, &self.scope) {
                 return Err(format!("page {number}: sandbox {} is outside the label scope: {reason}", sandbox.id));
             }
+            if let (Some(until), Some(created)) = (self.until, sandbox.created_at) {
+                if created > until {
+                    self.passed = true;
+                    break;
+                }
+            }
             if !self.ids.insert(sandbox.id.clone()) {
                 return Err(format!("page {number}: sandbox {} was already listed (the cursor walked back)", sandbox.id));
             }
             self.items.push(item(&sandbox, &self.operation_label, self.routing));
+            self.created.push(sandbox.created_at);
         }
         match page.next_cursor {
             None => Ok(Next::Done),
+            Some(_) if self.passed => Ok(Next::Done),
             Some(cursor) if cursor.is_empty() => Err(format!("page {number}: an empty nextCursor")),
             Some(cursor) if !self.cursors.insert(cursor.clone()) => {
                 Err(format!("page {number}: nextCursor repeats an earlier one (the walk would loop)"))
@@ -222,6 +260,12 @@ impl Walk {
 
     pub fn finish(self) -> Vec<Item> {
         self.items
+    }
+
+    /// The items with their `createdAt`, and the ids (for the union of a parallel listing's ranges).
+    pub fn finish_placed(self) -> (Vec<Item>, crate::ranges::Walked) {
+        let ids = self.items.iter().map(|i| i.sandbox_id.clone()).collect();
+        (self.items, crate::ranges::Walked { ids, created: self.created })
     }
 }
 
@@ -352,7 +396,7 @@ mod tests {
     fn a_page_of_the_documented_shape_reads_and_ignores_other_fields() {
         let body = serde_json::json!({"items": [item("a", "o", &[("k", "v")])], "nextCursor": "eyJ+/=", "total": 3}).to_string();
         let page = parse_page(&body, false).unwrap();
-        assert_eq!(page.items, vec![Sandbox { id: "a".into(), organization_id: "o".into(), labels: [("k".into(), "v".into())].into() }]);
+        assert_eq!(page.items, vec![Sandbox { id: "a".into(), organization_id: "o".into(), labels: [("k".into(), "v".into())].into(), created_at: None }]);
         assert_eq!(page.next_cursor.as_deref(), Some("eyJ+/="));
         let last = parse_page(r#"{"items": [], "nextCursor": null}"#, true).unwrap();
         assert_eq!(last, Page { items: vec![], next_cursor: None, plain_array: false });
@@ -398,7 +442,7 @@ mod tests {
 
     fn page(ids: &[&str], next: Option<&str>) -> Page {
         Page {
-            items: ids.iter().map(|id| Sandbox { id: id.to_string(), organization_id: "o".into(), labels: BTreeMap::new() }).collect(),
+            items: ids.iter().map(|id| Sandbox { id: id.to_string(), organization_id: "o".into(), labels: BTreeMap::new(), created_at: None }).collect(),
             next_cursor: next.map(String::from),
             plain_array: false,
         }
@@ -430,6 +474,7 @@ mod tests {
             id: id.into(),
             organization_id: "o".into(),
             labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            created_at: None,
         };
         let mut scoped = Walk::new("o", 10, "op", RoutingDomain::Organization).scoped(&scope);
         let outside = Page { items: vec![labelled("a", &[("app", "x")]), labelled("b", &[("app", "y")])], next_cursor: None, plain_array: false };
@@ -453,8 +498,8 @@ mod tests {
     #[test]
     fn the_inventory_maps_label_and_organization() {
         let sandboxes = vec![
-            Sandbox { id: "a".into(), organization_id: "org-1".into(), labels: [("op".into(), "tok-a".into())].into() },
-            Sandbox { id: "b".into(), organization_id: "org-1".into(), labels: BTreeMap::new() },
+            Sandbox { id: "a".into(), organization_id: "org-1".into(), labels: [("op".into(), "tok-a".into())].into(), created_at: None },
+            Sandbox { id: "b".into(), organization_id: "org-1".into(), labels: BTreeMap::new(), created_at: None },
         ];
         let items: Vec<Item> = sandboxes.iter().map(|s| super::item(s, "op", RoutingDomain::Organization)).collect();
         assert_eq!(

@@ -129,6 +129,16 @@ pub struct Cli {
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub max_retry_wait: f64,
 
+    /// Walkers of a long listing: after its first pages, the rest is split by creation time into ranges walked
+    /// at once (1: one sequential walk).
+    #[arg(long, env = "RUNTIME_SANDBOX_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+
+    /// The most requests a second over every walker (0: no limit). Daytona's rate limit is the whole
+    /// organization's, shared with everything else that calls it (10,000 a minute on its first tier).
+    #[arg(long, env = "RUNTIME_SANDBOX_REQUESTS_PER_SECOND", default_value_t = 60.0, value_name = "N")]
+    pub requests_per_second: f64,
+
     /// Trust the CA certificates of this PEM file instead of the bundled roots (a proxy's CA); wins over
     /// SSL_CERT_FILE and SSL_CERT_DIR, which otherwise replace the bundled roots as they do OpenSSL's.
     #[arg(long, env = "RUNTIME_SANDBOX_CA_FILE", value_name = "PATH")]
@@ -283,6 +293,9 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
     if cli.max_pages == 0 {
         return Err(Failure::usage("--max-pages must be at least 1"));
     }
+    if !(cli.requests_per_second.is_finite() && cli.requests_per_second >= 0.0) {
+        return Err(Failure::usage(format!("--requests-per-second {}: not a number of requests, 0 or more", cli.requests_per_second)));
+    }
     let timeout = seconds("--timeout", cli.timeout)?;
     let deadline = started + seconds("--deadline", cli.deadline)?;
     let max_wait = seconds("--max-retry-wait", cli.max_retry_wait)?;
@@ -307,6 +320,8 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
         agent: daytona::agent(timeout, cli.ca_file.as_deref(), env)?,
         operation_label: cli.operation_label.trim().to_string(),
         routing,
+        concurrency: usize::from(cli.concurrency),
+        pacer: daytona::Pacer::new(cli.requests_per_second),
     };
     let target = record::Target {
         database: cli.database.clone(),
@@ -333,7 +348,7 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
     let captured_at = SystemTime::now();
     let mut items = Vec::new();
     for org in &orgs {
-        let listed = lister.list(org, log)?;
+        let listed = lister.list(org, captured_at, log)?;
         if listed.is_empty() && !cli.allow_empty.contains(&org.id) {
             return Err(Failure::refused(format!(
                 "organization {}: Daytona listed no sandbox in the label scope {}: refused (check --labels and the \

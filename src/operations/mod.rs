@@ -17,10 +17,10 @@ pgrx::extension_sql_file!(
     requires = [
         shell::record_inventory_snapshot_of,
         shell::reconcile_daytona_latest_in,
-        shell::schedule_reconciliation_of,
-        shell::unschedule_reconciliation_of,
-        shell::schedule_sandbox_operation_backfill_in,
-        shell::unschedule_sandbox_operation_backfill_in
+        shell::jobs::schedule_reconciliation_of,
+        shell::jobs::unschedule_reconciliation_of,
+        shell::jobs::schedule_sandbox_operation_backfill_in,
+        shell::jobs::unschedule_sandbox_operation_backfill_in
     ]
 );
 pgrx::extension_sql_file!(

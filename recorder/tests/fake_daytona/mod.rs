@@ -5,7 +5,10 @@
 //! (holding `+`, `/` and `=`). Quirks make single requests misbehave: a
 //! status, a 429 with `Retry-After-authenticated`, a slow answer, a
 //! malformed or unknown body, a repeated id, an item of another organization,
-//! the pre-v0.180 plain array. Every request is logged.
+//! the pre-v0.180 plain array. `createdAtAfter`/`createdAtBefore` filter by each sandbox's creation instant,
+//! kept in microseconds and printed in milliseconds (Daytona stores it more finely than it prints it); the
+//! sandboxes are served in the order given (give them in creation order, as Daytona sorts by `createdAt`).
+//! Requests are served by several threads at once (a fixed per-page delay overlaps). Every request is logged.
 //!
 //! Shared by the recorder's own tests and the extension's end-to-end test
 //! (tests/recorder_loop.rs includes this file).
@@ -24,7 +27,12 @@ pub struct FakeSandbox {
     pub state: String,
     /// `desiredState`: an `error`/`build_failed` sandbox whose deletion failed has `destroyed` (fact a5).
     pub desired_state: String,
+    /// `createdAt` in microseconds since the epoch (printed in milliseconds); None: the field is left out.
+    pub created_us: Option<i64>,
 }
+
+/// 2026-12-01T00:00:00Z, the default creation instant.
+pub const DEFAULT_CREATED_US: i64 = 1_796_083_200_000_000;
 
 impl FakeSandbox {
     pub fn new(id: &str, org: &str, labels: &[(&str, &str)], state: &str) -> Self {
@@ -34,7 +42,14 @@ impl FakeSandbox {
             labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             state: state.into(),
             desired_state: if state == "destroyed" { "destroyed" } else { "started" }.into(),
+            created_us: Some(DEFAULT_CREATED_US),
         }
+    }
+
+    /// Created at this instant (microseconds since the epoch; None: no `createdAt`).
+    pub fn created(mut self, created_us: Option<i64>) -> Self {
+        self.created_us = created_us;
+        self
     }
 
     /// A sandbox whose deletion failed: in `state` (error, build_failed), desired state `destroyed`.
@@ -86,10 +101,17 @@ struct State {
     delay: Duration,
     /// Serve every sandbox of the organization, whatever `labels` asks (a server or proxy that drops the filter).
     ignore_labels: bool,
+    /// Ignore createdAtAfter/createdAtBefore (a server that drops the filters).
+    ignore_created: bool,
+    /// Quirks by the number of the request among those carrying a createdAt filter (from 1).
+    ranged_quirks: HashMap<usize, Quirk>,
+    ranged_requests: usize,
     requests: Vec<Logged>,
     /// The sandboxes one (organization, labels) lists, by index: filtered once, not on every page (the
     /// benchmark's 100,000 sandboxes in 500 pages).
     matching: Option<(String, BTreeMap<String, String>, Vec<usize>, bool)>,
+    /// The same for a createdAt range (after, before in microseconds): (the unfiltered key, range, indexes).
+    ranged: Option<((Option<i64>, Option<i64>), Vec<usize>)>,
     /// Each sandbox's SandboxListItem, serialized once.
     rendered: Vec<String>,
 }
@@ -98,13 +120,18 @@ pub struct Fake {
     pub url: String,
     state: Arc<Mutex<State>>,
     server: Arc<tiny_http::Server>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
+
+/// Requests served at once.
+const SERVING_THREADS: usize = 16;
 
 impl Drop for Fake {
     fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
+        for _ in 0..self.threads.len() {
+            self.server.unblock();
+        }
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -152,13 +179,17 @@ impl Fake {
         let server = Arc::new(tiny_http::Server::from_listener(listener, None).expect("a server on 127.0.0.1"));
         let port = server.server_addr().to_ip().expect("an IP address").port();
         let state = Arc::new(Mutex::new(State::default()));
-        let (s, st) = (Arc::clone(&server), Arc::clone(&state));
-        let thread = std::thread::spawn(move || {
-            for request in s.incoming_requests() {
-                serve(request, &st);
-            }
-        });
-        Fake { url: format!("http://127.0.0.1:{port}/api"), state, server, thread: Some(thread) }
+        let threads = (0..SERVING_THREADS)
+            .map(|_| {
+                let (s, st) = (Arc::clone(&server), Arc::clone(&state));
+                std::thread::spawn(move || {
+                    while let Ok(request) = s.recv() {
+                        serve(request, &st);
+                    }
+                })
+            })
+            .collect();
+        Fake { url: format!("http://127.0.0.1:{port}/api"), state, server, threads }
     }
 
     pub fn key(&self, key: &str, org: &str) -> &Self {
@@ -171,6 +202,7 @@ impl Fake {
         st.rendered = sandboxes.iter().map(|s| item(s, false).to_string()).collect();
         st.sandboxes = sandboxes;
         st.matching = None;
+        st.ranged = None;
         drop(st);
         self
     }
@@ -190,6 +222,18 @@ impl Fake {
         st.ignore_labels = true;
         st.matching = None;
         drop(st);
+        self
+    }
+
+    /// Ignore the createdAt filters (a server or proxy that drops them).
+    pub fn ignore_created(&self) -> &Self {
+        self.state.lock().unwrap().ignore_created = true;
+        self
+    }
+
+    /// A quirk for the `request`th request (from 1) that carries a createdAt filter: a range of a parallel walk.
+    pub fn ranged_quirk(&self, request: usize, quirk: Quirk) -> &Self {
+        self.state.lock().unwrap().ranged_quirks.insert(request, quirk);
         self
     }
 
@@ -223,13 +267,54 @@ fn item(s: &FakeSandbox, full: bool) -> serde_json::Value {
         "id": s.id, "organizationId": s.organization_id, "name": s.id, "target": "eu", "user": "daytona",
         "public": false, "cpu": 1, "gpu": 0, "memory": 1, "disk": 3, "labels": s.labels,
         "toolboxProxyUrl": "https://proxy.example", "state": s.state, "desiredState": s.desired_state,
-        "createdAt": "2026-12-01T00:00:00.000Z",
     });
+    if let Some(us) = s.created_us {
+        item["createdAt"] = serde_json::Value::from(print_instant(us));
+    }
     if full {
         // The pre-v0.180 Sandbox: its environment variables too.
         item["env"] = serde_json::json!({"SECRET_TOKEN": "do-not-log"});
     }
     item
+}
+
+/// Microseconds since the epoch as Daytona prints them: UTC, milliseconds (truncated).
+pub fn print_instant(us: i64) -> String {
+    let ms = us.div_euclid(1_000);
+    let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // civil_from_days
+    let z = days + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1_000 % 60,
+        in_day % 1_000
+    )
+}
+
+/// A filter's instant (`2026-12-01T00:00:00.123Z`, as the recorder sends it) in microseconds.
+fn read_instant(text: &str) -> Option<i64> {
+    let n = |a: usize, b: usize| text.get(a..b)?.parse::<i64>().ok();
+    let (year, month, day) = (n(0, 4)?, n(5, 7)?, n(8, 10)?);
+    let (hour, minute, second, ms) = (n(11, 13)?, n(14, 16)?, n(17, 19)?, n(20, 23)?);
+    if !text.ends_with('Z') {
+        return None;
+    }
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    Some(((days * 86_400 + hour * 3_600 + minute * 60 + second) * 1_000 + ms) * 1_000)
 }
 
 /// Wait until `deadline`: a sleep to within a millisecond of it, then a spin, so that a page's fixed delay is that
@@ -260,11 +345,18 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
         request.headers().iter().find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name)).map(|h| h.value.to_string())
     };
     let logged = Logged { query: query.clone(), authorization: header("Authorization"), organization_header: header("X-Daytona-Organization-ID") };
+    let filtered = query.contains_key("createdAtAfter") || query.contains_key("createdAtBefore");
     let (quirk, delay) = {
         let mut st = state.lock().unwrap();
         st.requests.push(logged.clone());
         let number = st.requests.len();
-        (st.quirks.get(&number).cloned(), st.delay)
+        let mut quirk = st.quirks.get(&number).cloned();
+        if filtered {
+            st.ranged_requests += 1;
+            let ranged = st.ranged_requests;
+            quirk = quirk.or_else(|| st.ranged_quirks.get(&ranged).cloned());
+        }
+        (quirk, st.delay)
     };
     if path != "/api/sandbox" {
         return respond(request, 404, error(404, "Cannot GET"), &[]);
@@ -325,8 +417,33 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
             })
             .collect();
         st.matching = Some((organization.clone(), labels.clone(), indexes, errored_deleted));
+        st.ranged = None;
     }
-    let indexes = &st.matching.as_ref().expect("just filled").2;
+    let bound = |name: &str| -> Result<Option<i64>, ()> {
+        match query.get(name) {
+            None => Ok(None),
+            Some(text) => read_instant(text).map(Some).ok_or(()),
+        }
+    };
+    let (Ok(after), Ok(before)) = (bound("createdAtAfter"), bound("createdAtBefore")) else {
+        return respond(request, 400, error(400, "createdAtAfter/createdAtBefore must be ISO 8601 date-times"), &[]);
+    };
+    let range = if st.ignore_created { (None, None) } else { (after, before) };
+    if range != (None, None) && st.ranged.as_ref().map(|r| r.0) != Some(range) {
+        let matching = &st.matching.as_ref().expect("just filled").2;
+        let indexes = matching
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let created = st.sandboxes[i].created_us;
+                // Inclusive on both sides. A sandbox printed without createdAt still has one where Daytona
+                // stores it, which the fake does not know: it is served by every range.
+                created.is_none_or(|c| range.0.is_none_or(|a| c >= a) && range.1.is_none_or(|b| c <= b))
+            })
+            .collect();
+        st.ranged = Some((range, indexes));
+    }
+    let indexes = if range == (None, None) { &st.matching.as_ref().expect("just filled").2 } else { &st.ranged.as_ref().expect("just filled").1 };
     let sandbox = |n: usize| &st.sandboxes[indexes[n]];
     if st.plain_array && !query.contains_key("cursor") {
         let body: Vec<serde_json::Value> = (0..indexes.len()).map(|n| item(sandbox(n), true)).collect();
