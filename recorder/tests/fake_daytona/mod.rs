@@ -280,41 +280,12 @@ fn item(s: &FakeSandbox, full: bool) -> serde_json::Value {
 
 /// Microseconds since the epoch as Daytona prints them: UTC, milliseconds (truncated).
 pub fn print_instant(us: i64) -> String {
-    let ms = us.div_euclid(1_000);
-    let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // civil_from_days
-    let z = days + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1_000 % 60,
-        in_day % 1_000
-    )
+    runtime_sandbox_recorder::ranges::format(us)
 }
 
-/// A filter's instant (`2026-12-01T00:00:00.123Z`, as the recorder sends it) in microseconds.
+/// A filter's instant (ISO 8601, as the recorder sends it) in microseconds.
 fn read_instant(text: &str) -> Option<i64> {
-    let n = |a: usize, b: usize| text.get(a..b)?.parse::<i64>().ok();
-    let (year, month, day) = (n(0, 4)?, n(5, 7)?, n(8, 10)?);
-    let (hour, minute, second, ms) = (n(11, 13)?, n(14, 16)?, n(17, 19)?, n(20, 23)?);
-    if !text.ends_with('Z') {
-        return None;
-    }
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    Some(((days * 86_400 + hour * 3_600 + minute * 60 + second) * 1_000 + ms) * 1_000)
+    runtime_sandbox_recorder::ranges::parse(text)
 }
 
 /// Wait until `deadline`: a sleep to within a millisecond of it, then a spin, so that a page's fixed delay is that
