@@ -350,8 +350,14 @@ impl Lister {
                 org.id, self.max_pages
             )));
         }
-        let (items, placed): (Vec<Vec<Item>>, Vec<ranges::Walked>) = walks.into_iter().map(Walk::finish_placed).unzip();
+        let (items, created): (Vec<Vec<Item>>, Vec<Vec<Option<ranges::Instant>>>) = walks.into_iter().map(Walk::finish_placed).unzip();
+        let placed: Vec<ranges::Walked> = items
+            .iter()
+            .zip(created)
+            .map(|(items, created)| ranges::Walked { ids: items.iter().map(|i| i.sandbox_id.as_str()).collect(), created })
+            .collect();
         let keep = ranges::merge(&ranges, &placed).map_err(|e| Failure::incomplete(format!("organization {}: {e}", org.id)))?;
+        drop(placed);
         let listed: Vec<Item> = items
             .into_iter()
             .zip(keep)

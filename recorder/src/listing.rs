@@ -262,10 +262,9 @@ impl Walk {
         self.items
     }
 
-    /// The items with their `createdAt`, and the ids (for the union of a parallel listing's ranges).
-    pub fn finish_placed(self) -> (Vec<Item>, crate::ranges::Walked) {
-        let ids = self.items.iter().map(|i| i.sandbox_id.clone()).collect();
-        (self.items, crate::ranges::Walked { ids, created: self.created })
+    /// The items with their `createdAt` (for the union of a parallel listing's ranges).
+    pub fn finish_placed(self) -> (Vec<Item>, Vec<Option<crate::ranges::Instant>>) {
+        (self.items, self.created)
     }
 }
 

@@ -132,10 +132,11 @@ pub fn split(from: Instant, to: Instant, count: usize) -> Vec<Range> {
     ranges
 }
 
-/// One range's walk: its ids and their printed `createdAt`, in the order listed.
+/// One range's walk: its ids and their printed `createdAt`, in the order listed (the ids borrowed from the
+/// walk's items: a million sandboxes are not copied again).
 #[derive(Debug, Default)]
-pub struct Walked {
-    pub ids: Vec<String>,
+pub struct Walked<'a> {
+    pub ids: Vec<&'a str>,
     pub created: Vec<Option<Instant>>,
 }
 
@@ -143,7 +144,8 @@ pub struct Walked {
 /// inside its range, and a sandbox listed twice is listed by two adjacent ranges at exactly their shared
 /// boundary. Returns, per range, which of its entries to keep (a boundary sandbox is kept in the earlier range).
 pub fn merge(ranges: &[Range], walked: &[Walked]) -> Result<Vec<Vec<bool>>, String> {
-    let mut seen: std::collections::HashMap<&str, (usize, Option<Instant>)> = std::collections::HashMap::new();
+    let total = walked.iter().map(|w| w.ids.len()).sum();
+    let mut seen: std::collections::HashMap<&str, (usize, Option<Instant>)> = std::collections::HashMap::with_capacity(total);
     let mut keep = Vec::with_capacity(walked.len());
     for (r, (range, walk)) in ranges.iter().zip(walked).enumerate() {
         let mut kept = Vec::with_capacity(walk.ids.len());
@@ -162,7 +164,7 @@ pub fn merge(ranges: &[Range], walked: &[Walked]) -> Result<Vec<Vec<bool>>, Stri
                     describe(range)
                 ));
             }
-            match seen.get(id.as_str()) {
+            match seen.get(id) {
                 None => {
                     seen.insert(id, (r, created));
                     kept.push(true);
@@ -242,9 +244,9 @@ mod tests {
         assert_eq!(split(from, to, 1).len(), 1);
     }
 
-    fn walked(entries: &[(&str, Option<&str>)]) -> Walked {
+    fn walked<'a>(entries: &[(&'a str, Option<&str>)]) -> Walked<'a> {
         Walked {
-            ids: entries.iter().map(|(id, _)| id.to_string()).collect(),
+            ids: entries.iter().map(|(id, _)| *id).collect(),
             created: entries.iter().map(|(_, at)| at.and_then(parse)).collect(),
         }
     }

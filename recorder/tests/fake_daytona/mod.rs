@@ -110,8 +110,8 @@ struct State {
     /// The sandboxes one (organization, labels) lists, by index: filtered once, not on every page (the
     /// benchmark's 100,000 sandboxes in 500 pages).
     matching: Option<(String, BTreeMap<String, String>, Vec<usize>, bool)>,
-    /// The same for a createdAt range (after, before in microseconds): (the unfiltered key, range, indexes).
-    ranged: Option<((Option<i64>, Option<i64>), Vec<usize>)>,
+    /// The same for each createdAt range asked (after, before in microseconds): its indexes.
+    ranged: HashMap<(Option<i64>, Option<i64>), Vec<usize>>,
     /// Each sandbox's SandboxListItem, serialized once.
     rendered: Vec<String>,
 }
@@ -202,7 +202,7 @@ impl Fake {
         st.rendered = sandboxes.iter().map(|s| item(s, false).to_string()).collect();
         st.sandboxes = sandboxes;
         st.matching = None;
-        st.ranged = None;
+        st.ranged.clear();
         drop(st);
         self
     }
@@ -388,7 +388,7 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
             })
             .collect();
         st.matching = Some((organization.clone(), labels.clone(), indexes, errored_deleted));
-        st.ranged = None;
+        st.ranged.clear();
     }
     let bound = |name: &str| -> Result<Option<i64>, ()> {
         match query.get(name) {
@@ -400,21 +400,22 @@ fn serve(request: tiny_http::Request, state: &Arc<Mutex<State>>) {
         return respond(request, 400, error(400, "createdAtAfter/createdAtBefore must be ISO 8601 date-times"), &[]);
     };
     let range = if st.ignore_created { (None, None) } else { (after, before) };
-    if range != (None, None) && st.ranged.as_ref().map(|r| r.0) != Some(range) {
+    if range != (None, None) && !st.ranged.contains_key(&range) {
         let matching = &st.matching.as_ref().expect("just filled").2;
+        // Filtered once per range (a walk asks for a range page after page). Inclusive on both sides; a sandbox
+        // printed without createdAt still has one where Daytona stores it, which the fake does not know: it is
+        // served by every range.
         let indexes = matching
             .iter()
             .copied()
             .filter(|&i| {
                 let created = st.sandboxes[i].created_us;
-                // Inclusive on both sides. A sandbox printed without createdAt still has one where Daytona
-                // stores it, which the fake does not know: it is served by every range.
                 created.is_none_or(|c| range.0.is_none_or(|a| c >= a) && range.1.is_none_or(|b| c <= b))
             })
             .collect();
-        st.ranged = Some((range, indexes));
+        st.ranged.insert(range, indexes);
     }
-    let indexes = if range == (None, None) { &st.matching.as_ref().expect("just filled").2 } else { &st.ranged.as_ref().expect("just filled").1 };
+    let indexes = if range == (None, None) { &st.matching.as_ref().expect("just filled").2 } else { &st.ranged[&range] };
     let sandbox = |n: usize| &st.sandboxes[indexes[n]];
     if st.plain_array && !query.contains_key("cursor") {
         let body: Vec<serde_json::Value> = (0..indexes.len()).map(|n| item(sandbox(n), true)).collect();
