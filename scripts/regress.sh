@@ -18,7 +18,7 @@ PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 BIN=$("$PG_CONFIG" --bindir)
 PG_REGRESS=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
 inputdir=$root/tests/pg_regress
-outroot=$root/target/pg_regress
+outroot=${CARGO_TARGET_DIR:-$root/target}/pg_regress
 
 # RUNTIME_SANDBOX_REGRESS_SERVER=running: a server already listens on 127.0.0.1:PORT (scripts/test_package.sh).
 [ "${RUNTIME_SANDBOX_REGRESS_SERVER:-}" = running ] || "$root/scripts/cluster.sh" start "$dir" "$port"

@@ -35,17 +35,46 @@ all)
   started=$(date +%s)
   status=0
   timed "PostgreSQL $PG_MAJOR: the whole suite" make --no-print-directory test-one || status=$?
-  # The other majors must not inherit this major's PG_CONFIG and PGRX_HOME (their clusters would start with it).
+  # The light majors run beside the other whole ones (their clusters, ports and cargo pgrx state are their own;
+  # their build in a target directory of their own, so that neither waits for the other's cargo lock): the whole
+  # suite spends minutes waiting for pg_cron's ticks. Their output is shown when they end. The other majors must
+  # not inherit this major's PG_CONFIG and PGRX_HOME (their clusters would start with it).
+  light_out=$(mktemp -d)
+  light() {
+    for m in ${LIGHT_MAJORS:-}; do
+      [ "$m" != "$PG_MAJOR" ] && [[ " ${ALSO_MAJORS:-} " != *" $m "* ]] || continue
+      env -u PG_CONFIG -u PGRX_HOME CARGO_TARGET_DIR="$PWD/target/light" \
+        "$here/timed.sh" "PostgreSQL $m: #[pg_test]s, upgrade test, pg_regress goldens" \
+        make --no-print-directory test-light PG_MAJOR="$m" >"$light_out/$m.log" 2>&1 || echo "$m" >>"$light_out/failed"
+    done
+  }
+  light_pid=
+  if [ $status -eq 0 ]; then
+    # What each major needs is installed first, one major at a time (apt and the server downloads are not
+    # meant to run twice at once); on a machine that has it, each is a no-op.
+    for m in ${ALSO_MAJORS:-} ${LIGHT_MAJORS:-}; do
+      [ "$m" = "$PG_MAJOR" ] || env -u PG_CONFIG -u PGRX_HOME make --no-print-directory setup PG_MAJOR="$m" || status=$?
+    done
+  fi
+  if [ $status -eq 0 ]; then
+    light &
+    light_pid=$!
+  fi
   for m in ${ALSO_MAJORS:-}; do
     [ $status -eq 0 ] && [ "$m" != "$PG_MAJOR" ] || continue
     env -u PG_CONFIG -u PGRX_HOME "$here/timed.sh" "PostgreSQL $m: the whole suite" \
       make --no-print-directory test-one PG_MAJOR="$m" ALSO_MAJORS= LIGHT_MAJORS= || status=$?
   done
-  for m in ${LIGHT_MAJORS:-}; do
-    [ $status -eq 0 ] && [ "$m" != "$PG_MAJOR" ] && [[ " ${ALSO_MAJORS:-} " != *" $m "* ]] || continue
-    env -u PG_CONFIG -u PGRX_HOME "$here/timed.sh" "PostgreSQL $m: #[pg_test]s, upgrade test, pg_regress goldens" \
-      make --no-print-directory test-light PG_MAJOR="$m" || status=$?
-  done
+  if [ -n "$light_pid" ]; then
+    wait "$light_pid" || true
+    for log in "$light_out"/*.log; do
+      [ -e "$log" ] || continue
+      echo "---- $(basename "$log" .log): the light part's output"
+      cat "$log"
+    done
+    [ ! -e "$light_out/failed" ] || status=1
+  fi
+  rm -rf "$light_out"
   echo
   echo "times (budget ${BUDGET_SECONDS} s for the whole of make test):"
   awk -F'\t' '{printf "  %6d s  %s%s\n", $2, $1, $3}' "$RUNTIME_SANDBOX_TIMES"

@@ -460,11 +460,13 @@ fn the_documented_operator_schedules_jobs_that_run() {
         .query_one(&format!("SELECT runtime_sandbox.schedule_sandbox_operation_backfill('* * * * *', ledger_schema => '{BACKFILL_LEDGER}')"), &[])
         .unwrap_or_else(|e| panic!("schedule_sandbox_operation_backfill as the operator: {}", common::db_message(&e)))
         .get(0);
+    let (owner_job, owner) = login_owner_schedules(&mut db);
     wait_for(
         &mut db,
-        "both jobs' runs",
-        &format!("SELECT count(DISTINCT jobid) = 2 FROM cron.job_run_details WHERE jobid IN ({reconcile}, {backfill}) AND status IN ('succeeded', 'failed')"),
+        "the three jobs' runs",
+        &format!("SELECT count(DISTINCT jobid) = 3 FROM cron.job_run_details WHERE jobid IN ({reconcile}, {backfill}, {owner_job}) AND status IN ('succeeded', 'failed')"),
     );
+    login_owner_ran(&mut db, owner_job, owner);
     let runs: Vec<(String, String, String)> = db
         .query(
             &format!("SELECT DISTINCT username::text, status, coalesce(return_message, '') FROM cron.job_run_details WHERE jobid IN ({reconcile}, {backfill}) AND status IN ('succeeded', 'failed')"),
@@ -488,15 +490,13 @@ fn the_documented_operator_schedules_jobs_that_run() {
 }
 
 /// docs/privileges.md's "Ledger owner that logs in": a fresh LOGIN role owning its schema, granted that block and
-/// nothing more, installs its ledger, records, reconciles, runs the backfill, and schedules a reconciliation whose
-/// pg_cron run succeeds as it (read from cron.job_run_details).
-#[test]
-fn the_documented_login_owner_installs_runs_and_schedules_its_ledger() {
-    const APP: &str = "rs_cron_app_owner";
-    const APP_LEDGER: &str = "rs_cron_app_ledger";
-    let _one_at_a_time = CRON_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
-    let mut db = common::connect("postgres");
-    setup(&mut db);
+/// nothing more, installs its ledger, records, reconciles, runs the backfill, and schedules a reconciliation (its
+/// pg_cron run is awaited with the operator's, in the_documented_operator_schedules_jobs_that_run, to share a tick).
+const APP: &str = "rs_cron_app_owner";
+const APP_LEDGER: &str = "rs_cron_app_ledger";
+
+/// The owner's steps up to its scheduled job; returns the job and the owner's session.
+fn login_owner_schedules(db: &mut Client) -> (i64, Client) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/privileges.md")).unwrap();
     let section = text.split("\n## Ledger owner that logs in").nth(1).unwrap().split("\n## ").next().unwrap();
     let block = section.split("```sql\n").nth(1).unwrap().split("```").next().unwrap();
@@ -548,7 +548,11 @@ fn the_documented_login_owner_installs_runs_and_schedules_its_ledger() {
         .query_one(&format!("SELECT runtime_sandbox.schedule_reconciliation('* * * * *', ledger_schema => '{APP_LEDGER}')"), &[])
         .unwrap_or_else(|e| panic!("schedule_reconciliation as the owner: {}", common::db_message(&e)))
         .get(0);
-    wait_for(&mut db, "the job's run", &format!("SELECT count(*) > 0 FROM cron.job_run_details WHERE jobid = {job} AND status IN ('succeeded', 'failed')"));
+    (job, app)
+}
+
+/// After its job ran: the run succeeded as the owner, and everything it did is there.
+fn login_owner_ran(db: &mut Client, job: i64, mut app: Client) {
     let run: (String, String, String) = db
         .query_one(
             &format!("SELECT username::text, status, coalesce(return_message, '') FROM cron.job_run_details WHERE jobid = {job} AND status IN ('succeeded', 'failed') LIMIT 1"),
@@ -557,13 +561,12 @@ fn the_documented_login_owner_installs_runs_and_schedules_its_ledger() {
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .unwrap();
     assert_eq!((run.0.as_str(), run.1.as_str()), (APP, "succeeded"), "{run:?}");
-    let applied = common::count(&mut db, &format!("SELECT count(*) FROM {APP_LEDGER}.reconciliation_runs WHERE status = 'applied'"));
+    let applied = common::count(db, &format!("SELECT count(*) FROM {APP_LEDGER}.reconciliation_runs WHERE status = 'applied'"));
     assert!(applied >= 2, "the owner's apply and the job's: {applied}");
-    let backfilled = common::count(&mut db, &format!("SELECT count(*) FROM {APP_LEDGER}.runtime_sandbox_operations WHERE run_id = 'run-a'"));
+    let backfilled = common::count(db, &format!("SELECT count(*) FROM {APP_LEDGER}.runtime_sandbox_operations WHERE run_id = 'run-a'"));
     assert_eq!(backfilled, 1);
     let removed: bool = app.query_one(&format!("SELECT runtime_sandbox.unschedule_reconciliation(ledger_schema => '{APP_LEDGER}')"), &[]).unwrap().get(0);
     assert!(removed);
     drop(app);
     db.batch_execute(&format!("DROP SCHEMA {APP_LEDGER} CASCADE; DROP OWNED BY {APP}; DROP ROLE {APP}")).unwrap();
-    teardown(&mut db);
 }
