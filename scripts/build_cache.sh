@@ -22,7 +22,7 @@ key=$(
   {
     rustc -vV 2>/dev/null || echo no-rustc
     cat "$root/Cargo.lock"
-    grep -E '^[[:space:]]*(PG_|URL|VERSION|[a-z_]*version|[a-z_]*url)' "$root/scripts/pg_server.sh" 2>/dev/null || true
+    cat "$root/scripts/pg_server.sh"
     dpkg-query -W -f='${Version}' postgresql-15 2>/dev/null || true
   } | sha256sum | cut -c1-16
 )

@@ -282,6 +282,7 @@ impl Lister {
         ));
         first.until(ranges[0].before.expect("a split has a first boundary"));
         let first = Mutex::new(Some((first, cursor)));
+        // Each range's outcome; None: not walked to its end (another range failed first).
         let results: Vec<Mutex<Option<Result<Walk, Failure>>>> = (0..count).map(|_| Mutex::new(None)).collect();
         let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel::<String>();
@@ -308,18 +309,18 @@ impl Lister {
                         };
                         let result = loop {
                             if failed.load(Ordering::SeqCst) {
-                                break Err(Failure::incomplete("another range failed"));
+                                break None;
                             }
                             match self.step(org, &mut walk, cursor.as_deref(), filter, &mut log) {
                                 Ok(Next::Page(next)) => cursor = Some(next),
-                                Ok(Next::Done) => break Ok(walk),
+                                Ok(Next::Done) => break Some(Ok(walk)),
                                 Err(failure) => {
                                     failed.store(true, Ordering::SeqCst);
-                                    break Err(failure);
+                                    break Some(Err(failure));
                                 }
                             }
                         };
-                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = result;
                     }
                 });
             }
@@ -333,7 +334,7 @@ impl Lister {
         for result in results {
             match result.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 Some(Ok(walk)) => walks.push(walk),
-                Some(Err(f)) if failure.is_none() && f.message != "another range failed" => failure = Some(f),
+                Some(Err(f)) if failure.is_none() => failure = Some(f),
                 _ => {}
             }
         }

@@ -79,18 +79,14 @@ fn phases(client: &mut SpiClient, options: &Options, listing: &Listing, second_r
         // Only the owned items can recover (a unique label and a reserved
         // create holding an open lease): the statement re-checks both, but
         // needs to see only these few, not the whole inventory.
-        let candidates = InventoryColumns::from_items(
-            items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
-        );
+        let candidates = owned_items(items, &ownership);
         let started = Instant::now();
         let bound = recover(client, &ledger, options, candidates);
         summary.recovered_reserved_operations = bound.len() as i64;
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), summary.recovered_reserved_operations);
         capacity.bound(bound);
     } else if ownership.reserved_rows > 0 {
-        let owned = InventoryColumns::from_items(
-            items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)),
-        );
+        let owned = owned_items(items, &ownership);
         let params = [
             owned.sandbox_ids.into(),
             owned.routing_domains.into(),
@@ -207,6 +203,12 @@ fn phases(client: &mut SpiClient, options: &Options, listing: &Listing, second_r
     summary.released_terminal_leases += capacity.release_second(client, &ledger);
     summary.measured(Phase::ReleaseTerminalCapacity, elapsed_ms(started), summary.released_terminal_leases);
     summary
+}
+
+/// The items a reserved create's unique label owns: the only ones recovery can bind (an apply recovers them, a
+/// dry run counts them).
+fn owned_items(items: &[InventoryItem], ownership: &pairing::Ownership) -> InventoryColumns {
+    InventoryColumns::from_items(items.iter().zip(&ownership.owned).filter_map(|(item, &owned)| owned.then_some(item)))
 }
 
 /// A run blocked by unowned sandboxes: which other environments' live
