@@ -82,6 +82,25 @@ DO $$ BEGIN
             pg_catalog.current_setting('runtime_sandbox.grantees'));
   END IF;
 END $$;
+-- A listing streamed by COPY into the ledger's provider_inventory_stream (install_ledger adds it), published;
+-- install_ledger names the table it now creates.
+COMMENT ON FUNCTION @extschema@.install_ledger(name) IS
+'Creates, idempotently, the sandbox ledger in ledger_schema (default runtime_scheduler): the runtime_sandbox_operation_state enum and its labels, runs, attempts, runtime_sandbox_operations, sandbox_cleanup_jobs_v2, sandbox_cleanup_events_v2, runtime_sandbox_capacity_leases, control, reconciliation_runs, provider_inventory_snapshots, provider_inventory_items and provider_inventory_stream, the columns, unique keys and indexes the application''s SQL and the reconciliation rely on, and the view reconciliation_health. Reads the catalog first and runs only what is missing, as the schema''s owner (a run with nothing to do takes no lock on any table); then checks the ledger and fails listing what it could not fix (column types, NOT NULLs, owners: the application''s data). Ordinary user tables: pg_dump keeps their data.';
+CREATE  FUNCTION @extschema@."publish_inventory_snapshot"(
+	"provider" TEXT, /* Option < & str > */
+	"streamed_items" INT, /* Option < i32 > */
+	"captured_at" timestamp with time zone, /* Option < TimestampWithTimeZone > */
+	"keep_last" INT DEFAULT 20, /* Option < i32 > */
+	"ledger_schema" name DEFAULT 'runtime_scheduler', /* Option < Name > */
+	"environment" TEXT DEFAULT 'production' /* Option < & str > */
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'publish_inventory_snapshot_of_wrapper';
+COMMENT ON FUNCTION @extschema@.publish_inventory_snapshot(text, integer, timestamptz, integer, name, text) IS
+'Records, as record_inventory_snapshot does, the Daytona listing this transaction streamed into <ledger_schema>.provider_inventory_stream (COPY ... (sandbox_id, routing_domain, operation_key) FROM STDIN, in listing order; streamed_items: how many rows, checked): every row checked by the inventory''s rules (the first refused is named by its element), normalized the same way, recorded as one snapshot of the environment captured at captured_at, the rows removed; then prunes as record_inventory_snapshot does. No one-value limit on the listing''s size. Returns the snapshot id.';
+REVOKE EXECUTE ON FUNCTION @extschema@.publish_inventory_snapshot(text, integer, timestamptz, integer, name, text) FROM PUBLIC;
 SELECT pg_catalog.set_config('runtime_sandbox.grantees', coalesce(pg_catalog.string_agg(
            pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text), ', '), ''), true)
   FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a

@@ -200,9 +200,17 @@ fn the_documented_recorder_role_records_and_nothing_less_does() {
              INSERT INTO {ROLE_LEDGER}.runtime_sandbox_operations
                  (operation_key, provider, run_id, attempt, org_id, environment, sandbox_id, routing_domain, state, provider_created_at)
              SELECT 'op-' || i, 'daytona', 'run-' || i, 1, 'org', 'production', 'org-1-sb-' || i, 'org-1', 'live', now()
-             FROM generate_series(0, 2) AS i;"
+             FROM generate_series(0, 2) AS i;
+             -- Which recordings were streamed: a COPY into the stream table fires this once.
+             CREATE TABLE public.rs_streamed (at timestamptz DEFAULT now());
+             GRANT INSERT ON public.rs_streamed TO PUBLIC;
+             CREATE FUNCTION public.rs_streamed() RETURNS trigger LANGUAGE plpgsql
+                 AS $f$ BEGIN INSERT INTO public.rs_streamed DEFAULT VALUES; RETURN NULL; END $f$;
+             CREATE TRIGGER streamed AFTER INSERT ON {ROLE_LEDGER}.provider_inventory_stream
+                 FOR EACH STATEMENT EXECUTE FUNCTION public.rs_streamed();"
         ))
         .unwrap();
+    let streamed = |admin: &mut Client| -> i64 { admin.query_one("SELECT count(*) FROM public.rs_streamed", &[]).unwrap().get(0) };
     let fake = Fake::start();
     fake.key("key-1", "org-1").sandboxes(fleet("org-1", 3));
     // A login role without the block: refused, nothing recorded.
@@ -219,6 +227,24 @@ fn the_documented_recorder_role_records_and_nothing_less_does() {
         .unwrap()
         .get(0);
     assert_eq!(items, 3);
+    assert_eq!(streamed(&mut admin), 1, "streamed by COPY and published");
+    let left: i64 = admin.query_one(&format!("SELECT count(*) FROM {ROLE_LEDGER}.provider_inventory_stream"), &[]).unwrap().get(0);
+    assert_eq!(left, 0, "the published rows are removed");
+    // A role granted only record_inventory_snapshot (the grants before 0.4.0) records as one JSON value.
+    admin.batch_execute(&format!("REVOKE EXECUTE ON FUNCTION runtime_sandbox.publish_inventory_snapshot FROM {ROLE}")).unwrap();
+    let again = record_as(ROLE, &dbname, ROLE_LEDGER, &fake, &[]).unwrap_or_else(|f| panic!("without publish: {}", f.message));
+    let items: Vec<(i32, String)> = admin
+        .query(
+            &format!("SELECT i.item_index, i.sandbox_id FROM {ROLE_LEDGER}.provider_inventory_items i WHERE i.snapshot_id = $1
+                      EXCEPT SELECT i.item_index, i.sandbox_id FROM {ROLE_LEDGER}.provider_inventory_items i WHERE i.snapshot_id = $2"),
+            &[&again.snapshot_id.unwrap(), &recorded.snapshot_id.unwrap()],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(items, [], "the same items either way");
+    assert_eq!(streamed(&mut admin), 1, "not streamed without EXECUTE on publish_inventory_snapshot");
     drop(admin);
     common::drop_database(&dbname);
     common::connect("postgres").batch_execute(&format!("DROP ROLE {ROLE}; DROP OWNED BY {OWNER}; DROP ROLE {OWNER}")).unwrap();

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         Ok(outcome) => {
             match outcome.snapshot_id {
                 Some(id) => log(format!("recorded snapshot {id}: {} sandboxes", outcome.sandboxes)),
-                None => println!("{}", outcome.inventory),
+                None => println!("{}", outcome.inventory()),
             }
             ExitCode::from(exit::RECORDED)
         }

@@ -1,14 +1,18 @@
 //! The ledger side: connect (libpq's PG* variables or a connection string),
 //! read what the listing must cover before listing, and record a complete
-//! listing with `runtime_sandbox.record_inventory_snapshot` in one
-//! transaction.
+//! listing in one transaction: streamed by COPY and published
+//! (`runtime_sandbox.publish_inventory_snapshot`) where the ledger and the
+//! role allow it, else as one JSON value (`record_inventory_snapshot`).
 
 use crate::failure::Failure;
+use crate::listing::Item;
 use crate::conninfo::{self, SslMode, TlsParams};
 use crate::tls::{self, Verify};
 use crate::vars::set;
 use postgres::config::{Host, SslMode as PgSslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::Type;
 use postgres::{Client, Config, NoTls};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
@@ -323,19 +327,38 @@ pub fn plain_identifier(name: &str) -> bool {
         && name.len() <= 63
 }
 
+/// What the ledger says before listing: what the listing must cover and how to record it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ledger {
+    /// The routing domains of the ledger's live and deleting Daytona operations of the environment.
+    pub routing_domains: Vec<Option<String>>,
+    /// The ledger has provider_inventory_stream and the role may publish: record by COPY.
+    pub stream: bool,
+}
+
+const PUBLISH: &str = "runtime_sandbox.publish_inventory_snapshot(text, integer, timestamptz, integer, name, text)";
+
 /// Before listing: the extension's recording function and the ledger are
-/// there, and the routing domains of the ledger's live and deleting Daytona
-/// operations of the environment (what the listing must cover).
-pub fn ledger_routing_domains(client: &mut Client, target: &Target) -> Result<Vec<Option<String>>, Failure> {
+/// there, the routing domains of the ledger's live and deleting Daytona
+/// operations of the environment (what the listing must cover), and whether
+/// the listing can be streamed (0.4.0's stream table, installed by
+/// install_ledger, and EXECUTE on publish_inventory_snapshot; a role granted
+/// only record_inventory_snapshot records as before).
+pub fn ledger(client: &mut Client, target: &Target) -> Result<Ledger, Failure> {
     let fail = |e: postgres::Error| Failure::database(text(&e));
     let row = client
         .query_one(
-            "SELECT pg_catalog.to_regprocedure('runtime_sandbox.record_inventory_snapshot(text, jsonb, timestamptz, integer, name, text)') IS NOT NULL,
-                    pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.runtime_sandbox_operations') IS NOT NULL",
+            &format!(
+                "SELECT pg_catalog.to_regprocedure('runtime_sandbox.record_inventory_snapshot(text, jsonb, timestamptz, integer, name, text)') IS NOT NULL,
+                        pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.runtime_sandbox_operations') IS NOT NULL,
+                        pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.provider_inventory_stream') IS NOT NULL
+                        AND pg_catalog.to_regprocedure('{PUBLISH}') IS NOT NULL
+                        AND pg_catalog.has_function_privilege('{PUBLISH}', 'EXECUTE')"
+            ),
             &[&target.ledger_schema],
         )
         .map_err(fail)?;
-    let (function, ledger): (bool, bool) = (row.get(0), row.get(1));
+    let (function, ledger, stream): (bool, bool, bool) = (row.get(0), row.get(1), row.get(2));
     if !function {
         return Err(Failure::database(
             "this database has no runtime_sandbox 0.4.0 or later (runtime_sandbox.record_inventory_snapshot with an \
@@ -354,20 +377,42 @@ pub fn ledger_routing_domains(client: &mut Client, target: &Target) -> Result<Ve
         target.ledger_schema
     );
     let rows = client.query(&sql, &[&target.environment]).map_err(fail)?;
-    Ok(rows.iter().map(|r| r.get::<_, Option<String>>(0)).collect())
+    Ok(Ledger { routing_domains: rows.iter().map(|r| r.get::<_, Option<String>>(0)).collect(), stream })
 }
 
-/// Record the inventory (a JSON array) captured at `captured_at`, in one
-/// transaction. Returns the snapshot id.
-pub fn record(client: &mut Client, target: &Target, inventory: &str, captured_at: SystemTime) -> Result<i64, Failure> {
+/// Record the listing captured at `captured_at`, in one transaction:
+/// streamed (`stream`: COPY into the ledger's provider_inventory_stream, then
+/// publish_inventory_snapshot with the count), else as one JSON array
+/// (record_inventory_snapshot). Returns the snapshot id.
+pub fn record(client: &mut Client, target: &Target, items: &[Item], stream: bool, captured_at: SystemTime) -> Result<i64, Failure> {
     let fail = |e: postgres::Error| Failure::database(format!("recording the snapshot failed, nothing recorded: {}", text(&e)));
     let mut tx = client.transaction().map_err(fail)?;
-    let row = tx
-        .query_one(
+    let row = if stream {
+        let count = i32::try_from(items.len())
+            .map_err(|_| Failure::database(format!("{} sandboxes are more than a snapshot holds", items.len())))?;
+        let copy = format!(
+            "COPY \"{}\".provider_inventory_stream (sandbox_id, routing_domain, operation_key) FROM STDIN (FORMAT binary)",
+            target.ledger_schema
+        );
+        let sink = tx.copy_in(&copy).map_err(fail)?;
+        let mut writer = BinaryCopyInWriter::new(sink, &[Type::TEXT, Type::TEXT, Type::TEXT]);
+        for item in items {
+            writer.write(&[&item.sandbox_id, &item.routing_domain, &item.operation_key]).map_err(fail)?;
+        }
+        writer.finish().map_err(fail)?;
+        tx.query_one(
+            "SELECT runtime_sandbox.publish_inventory_snapshot('daytona', $1, $2, $3, $4::text::name, $5)",
+            &[&count, &captured_at, &target.keep_last, &target.ledger_schema, &target.environment],
+        )
+        .map_err(fail)?
+    } else {
+        let inventory = serde_json::to_string(items).expect("the inventory serializes");
+        tx.query_one(
             "SELECT runtime_sandbox.record_inventory_snapshot('daytona', $1::text::jsonb, $2, $3, $4::text::name, $5)",
             &[&inventory, &captured_at, &target.keep_last, &target.ledger_schema, &target.environment],
         )
-        .map_err(fail)?;
+        .map_err(fail)?
+    };
     let id: i64 = row.get(0);
     tx.commit().map_err(fail)?;
     Ok(id)

@@ -3,7 +3,7 @@
 
 use crate::daytona::{self, Credentials, Lister, Organization};
 use crate::failure::Failure;
-use crate::listing::{self, RoutingDomain};
+use crate::listing::{self, Item, RoutingDomain};
 use crate::record;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -175,8 +175,15 @@ fn api_url(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
 pub struct Outcome {
     pub snapshot_id: Option<i64>,
     pub sandboxes: usize,
-    /// The inventory JSON (what was, or with --dry-run would be, recorded).
-    pub inventory: String,
+    /// The inventory (what was, or with --dry-run would be, recorded).
+    pub items: Vec<Item>,
+}
+
+impl Outcome {
+    /// The inventory as JSON, an array of {sandboxId, operationKey, routingDomain} (what --dry-run prints).
+    pub fn inventory(&self) -> String {
+        serde_json::to_string(&self.items).expect("the inventory serializes")
+    }
 }
 
 fn seconds(flag: &str, value: f64) -> Result<Duration, Failure> {
@@ -334,12 +341,14 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
     // The ledger first, on a short connection: what the listing must cover (the reconcile treats it as the
     // whole fleet). The snapshot is recorded on a fresh one after the listing, so an idle timeout or a pooler
     // dropping a connection held through a long listing never loses it.
+    let mut stream = false;
     if !cli.dry_run {
         let mut c = record::connect(&target, env)?;
-        let domains = record::ledger_routing_domains(&mut c, &target)?;
+        let ledger = record::ledger(&mut c, &target)?;
         drop(c);
+        stream = ledger.stream;
         let ids: Vec<String> = orgs.iter().map(|o| o.id.clone()).collect();
-        listing::uncovered(&domains, &ids, routing).map_err(|e| {
+        listing::uncovered(&ledger.routing_domains, &ids, routing).map_err(|e| {
             Failure::refused(format!("ledger {} environment {:?}: {e}", cli.ledger_schema, cli.environment))
         })?;
     }
@@ -372,11 +381,10 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
             cli.operation_label
         )));
     }
-    let inventory = serde_json::to_string(&items).expect("the inventory serializes");
-    let mut outcome = Outcome { snapshot_id: None, sandboxes: items.len(), inventory };
+    let mut outcome = Outcome { snapshot_id: None, sandboxes: items.len(), items };
     if !cli.dry_run {
         let mut client = record::connect(&target, env)?;
-        outcome.snapshot_id = Some(record::record(&mut client, &target, &outcome.inventory, captured_at)?);
+        outcome.snapshot_id = Some(record::record(&mut client, &target, &outcome.items, stream, captured_at)?);
     }
     Ok(outcome)
 }

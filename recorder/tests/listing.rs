@@ -47,7 +47,7 @@ fn list(fake: &Fake, extra: &[&str]) -> (Result<Outcome, Failure>, Vec<String>) 
 }
 
 fn ids(outcome: &Outcome) -> Vec<String> {
-    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.inventory).unwrap();
+    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.inventory()).unwrap();
     items.iter().map(|i| i["sandboxId"].as_str().unwrap().to_string()).collect()
 }
 
@@ -62,7 +62,7 @@ fn many_pages_with_base64_cursors_come_out_whole_with_identical_parameters() {
     let outcome = outcome.unwrap();
     let expected: Vec<String> = (0..450).map(|i| format!("org-1-sb-{i:04}")).collect();
     assert_eq!(ids(&outcome), expected);
-    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.inventory).unwrap();
+    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.inventory()).unwrap();
     assert_eq!(items[7], serde_json::json!({"sandboxId": "org-1-sb-0007", "operationKey": "tok-org-1-7", "routingDomain": "org-1"}));
 
     let requests = fake.requests();
@@ -107,7 +107,7 @@ fn several_organizations_go_into_one_listing() {
     let spec = format!("org-2={}", key2.display());
     let outcome = list(&fake, &["--organization", &spec]).0.unwrap();
     assert_eq!(ids(&outcome), ["org-1-sb-0000", "org-1-sb-0001", "org-1-sb-0002", "org-2-sb-0000", "org-2-sb-0001"]);
-    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.inventory).unwrap();
+    let items: Vec<serde_json::Value> = serde_json::from_str(&outcome.inventory()).unwrap();
     assert_eq!(items[4]["routingDomain"], "org-2");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -219,7 +219,7 @@ fn the_old_plain_array_is_the_listing_of_a_server_without_paging() {
     let (outcome, log) = list(&fake, &[]);
     let outcome = outcome.unwrap();
     assert_eq!(outcome.sandboxes, 4);
-    assert!(!outcome.inventory.contains("SECRET") && !log.concat().contains("do-not-log"), "only id, organizationId and labels are read");
+    assert!(!outcome.inventory().contains("SECRET") && !log.concat().contains("do-not-log"), "only id, organizationId and labels are read");
     assert_eq!(fake.requests().len(), 1);
 }
 
@@ -230,14 +230,14 @@ fn an_empty_listing_and_a_missing_operation_label_are_refused_unless_expected() 
     let failure = list(&fake, &[]).0.unwrap_err();
     assert_eq!(failure.code, exit::REFUSED);
     assert!(failure.message.contains("--allow-empty org-1"), "{}", failure.message);
-    assert_eq!(list(&fake, &["--allow-empty", "org-1"]).0.unwrap().inventory, "[]");
+    assert_eq!(list(&fake, &["--allow-empty", "org-1"]).0.unwrap().inventory(), "[]");
 
     let fake = Fake::start();
     fake.key("key-1", "org-1").sandboxes(fleet("org-1", 3));
     let failure = list(&fake, &["--operation-label", "no-such-label"]).0.unwrap_err();
     assert_eq!(failure.code, exit::REFUSED);
     let outcome = list(&fake, &["--operation-label", "no-such-label", "--allow-missing-operation-label"]).0.unwrap();
-    assert!(outcome.inventory.contains(r#""operationKey":null"#));
+    assert!(outcome.inventory().contains(r#""operationKey":null"#));
 }
 
 #[test]

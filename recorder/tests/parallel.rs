@@ -60,7 +60,7 @@ fn the_parallel_listing_equals_the_sequential_one_item_for_item() {
         let fake = serving(fleet(n));
         let parallel = list(&fake, &["--concurrency", "8"]).unwrap();
         assert_eq!(parallel.sandboxes, n);
-        assert_eq!(parallel.inventory, sequential.inventory, "{n} sandboxes");
+        assert_eq!(parallel.inventory(), sequential.inventory(), "{n} sandboxes");
 
         // The split happened, and its ranges tile the time: the first pages are the sequential walk's, the
         // first range continues its cursor, adjacent ranges share a boundary, the last range is open.

@@ -225,6 +225,20 @@ CREATE TABLE @ledger@.provider_inventory_items (
 CREATE INDEX provider_inventory_items_sandbox_idx
     ON @ledger@.provider_inventory_items (snapshot_id, sandbox_id);
 
+-- object: table provider_inventory_stream
+-- A listing streamed in by COPY (sandbox_id, routing_domain, operation_key)
+-- and recorded by publish_inventory_snapshot in the same transaction, which
+-- validates and normalizes it and removes it: `stream` is the transaction
+-- that wrote the row, `item_index` the listing's order. Never read as a
+-- snapshot. Unlogged: nothing here outlives the transaction that uses it.
+CREATE UNLOGGED TABLE @ledger@.provider_inventory_stream (
+    stream         xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    item_index     bigint GENERATED ALWAYS AS IDENTITY,
+    sandbox_id     text,
+    routing_domain text,
+    operation_key  text
+);
+
 -- object: view reconciliation_health
 -- What an operator alerts on, one row per environment reconciled or
 -- recorded ('production' always): the last run, the last applied run,

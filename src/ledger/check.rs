@@ -734,6 +734,7 @@ pub(crate) mod tests {
                                 Ty::Timestamp => "timestamptz".into(),
                                 Ty::Json => "jsonb".into(),
                                 Ty::Bool => "bool".into(),
+                                Ty::Xid8 => "xid8".into(),
                                 _ => "text".into(),
                             },
                             not_null: !c.nullable,

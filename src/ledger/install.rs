@@ -269,6 +269,7 @@ mod tests {
         for s in &statements {
             let creates = match s.kind {
                 "type" => "CREATE TYPE @ledger@.",
+                "table" if s.name == "provider_inventory_stream" => "CREATE UNLOGGED TABLE @ledger@.",
                 "table" => "CREATE TABLE @ledger@.",
                 "index" => "INDEX ",
                 _ => "CREATE OR REPLACE VIEW @ledger@.",

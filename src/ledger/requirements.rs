@@ -43,6 +43,8 @@ pub enum Ty {
     State,
     /// `GENERATED ALWAYS AS (coalesce(routing_domain, '')) STORED`.
     Key,
+    /// A transaction id (xid8): the stream's rows of one transaction.
+    Xid8,
 }
 
 impl Ty {
@@ -56,6 +58,7 @@ impl Ty {
             Ty::Json | Ty::JsonOrText => "jsonb",
             Ty::Bool => "boolean",
             Ty::State => OPERATION_STATE,
+            Ty::Xid8 => "xid8",
         }
     }
 
@@ -74,6 +77,7 @@ impl Ty {
             Ty::Bool => "boolean",
             Ty::State => "the runtime_sandbox_operation_state enum, text or varchar",
             Ty::Key => "text",
+            Ty::Xid8 => "xid8",
         }
     }
 
@@ -90,6 +94,7 @@ impl Ty {
             Ty::Json => matches!(base, "jsonb" | "json"),
             Ty::JsonOrText => matches!(base, "jsonb" | "json" | "text" | "varchar" | "citext"),
             Ty::Bool => base == "bool",
+            Ty::Xid8 => base == "xid8",
         }
     }
 }
@@ -284,6 +289,17 @@ pub const TABLES: &[Table] = &[
         ],
         inserted: Some(&["snapshot_id", "item_index", "sandbox_id", "operation_key", "routing_domain"]),
     },
+    Table {
+        name: "provider_inventory_stream",
+        columns: &[
+            col("stream", Ty::Xid8, "xid8 DEFAULT pg_current_xact_id()"),
+            col("item_index", Ty::BigInt, "bigint GENERATED ALWAYS AS IDENTITY"),
+            null("sandbox_id", Ty::Text, "text"),
+            null("routing_domain", Ty::Text, "text"),
+            null("operation_key", Ty::Text, "text"),
+        ],
+        inserted: None,
+    },
 ];
 
 /// The views install_ledger creates (for operators, not for the functions).
@@ -365,6 +381,8 @@ pub mod uses {
         "reconciliation_runs",
     ];
     pub const SNAPSHOT: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
+    /// A listing streamed into provider_inventory_stream, published as a snapshot.
+    pub const PUBLISH: &[&str] = &["provider_inventory_stream", "provider_inventory_snapshots", "provider_inventory_items"];
     pub const LATEST_READ: &[&str] = &[
         "provider_inventory_snapshots",
         "provider_inventory_items",
@@ -397,6 +415,7 @@ pub const FUNCTIONS: &[(&str, &[&str])] = &[
     ("reconcile_daytona_latest (dry run)", uses::LATEST_READ),
     ("reconcile_daytona_latest (apply)", uses::LATEST_APPLY),
     ("record_inventory_snapshot", uses::SNAPSHOT),
+    ("publish_inventory_snapshot", uses::PUBLISH),
     ("schedule_reconciliation", uses::LATEST_APPLY),
     ("preview_sandbox_operation_backfill", uses::BACKFILL),
     ("backfill_sandbox_operations", uses::BACKFILL),
@@ -495,7 +514,8 @@ mod tests {
             breaks(Some("reconciliation_runs"), false),
             ["reconcile_daytona (apply)", "reconcile_daytona_latest (apply)", "schedule_reconciliation"]
         );
-        assert_eq!(breaks(Some("provider_inventory_items"), false).len(), 4);
+        assert_eq!(breaks(Some("provider_inventory_items"), false).len(), 5);
+        assert_eq!(breaks(Some("provider_inventory_stream"), false), ["publish_inventory_snapshot"]);
         assert!(breaks(Some("runtime_sandbox_operations"), false).contains(&"reconcile_daytona (dry run)"));
         assert!(breaks(Some("runtime_sandbox_operations"), false).contains(&"backfill_status"));
         assert_eq!(breaks(None, false).len(), FUNCTIONS.len());

@@ -16,6 +16,7 @@ pgrx::extension_sql_file!(
     name = "operations_api",
     requires = [
         shell::record_inventory_snapshot_of,
+        shell::stream::publish_inventory_snapshot_of,
         shell::reconcile_daytona_latest_in,
         shell::jobs::schedule_reconciliation_of,
         shell::jobs::unschedule_reconciliation_of,

@@ -128,6 +128,120 @@ fn operations_record_snapshot_validates_and_normalizes_like_the_inventory() {
     );
 }
 
+/// Stream rows (sandbox, routing domain, operation key; SQL literals) into the ledger's stream, as COPY would.
+fn stream(s: &str, rows: &[(&str, &str, &str)]) {
+    for (sandbox, domain, key) in rows {
+        run(&format!(
+            "INSERT INTO {s}.provider_inventory_stream (sandbox_id, routing_domain, operation_key) VALUES ({sandbox}, {domain}, {key})"
+        ));
+    }
+}
+
+fn items(s: &str, id: i64) -> Value {
+    rows(&format!(
+        "SELECT item_index, sandbox_id, routing_domain, operation_key FROM {s}.provider_inventory_items \
+         WHERE snapshot_id = {id} ORDER BY item_index"
+    ))
+}
+
+#[pg_test]
+fn operations_publish_records_a_streamed_listing_as_record_does() {
+    ledger("op_stream", &[]);
+    // The listing of operations_record_snapshot_validates_and_normalizes_like_the_inventory, with every
+    // whitespace JavaScript trims and NULLs: the same snapshot, item for item.
+    let json = "[{\"sandboxId\": \" sb-2 \", \"routingDomain\": \"  \"}, \
+                 {\"sandboxId\": \"\u{FEFF}sb-1\u{3000}\", \"operationKey\": \"k\", \"routingDomain\": \"eu\"}, \
+                 {\"sandboxId\": \"sb-2\"}, {\"sandboxId\": \"sb-1\", \"operationKey\": \" k \", \"routingDomain\": \"eu\"}, \
+                 {\"sandboxId\": \"sb-3\", \"operationKey\": \"\u{0085}k\"}]";
+    let recorded = int(&format!(
+        "SELECT runtime_sandbox.record_inventory_snapshot('daytona', '{json}', now() - interval '1 minute', ledger_schema => 'op_stream')"
+    ));
+    stream("op_stream", &[
+        ("' sb-2 '", "'  '", "NULL"),
+        ("E'\\uFEFFsb-1\\u3000'", "'eu'", "'k'"),
+        ("'sb-2'", "NULL", "NULL"),
+        ("'sb-1'", "'eu'", "' k '"),
+        ("'sb-3'", "NULL", "E'\\u0085k'"),
+    ]);
+    let published = int(
+        "SELECT runtime_sandbox.publish_inventory_snapshot('daytona', 5, now() - interval '1 minute', ledger_schema => 'op_stream')",
+    );
+    assert_ne!(published, recorded);
+    assert_eq!(items("op_stream", published), items("op_stream", recorded));
+    assert_eq!(
+        items("op_stream", published),
+        json!([
+            {"item_index": 0, "sandbox_id": "sb-2", "routing_domain": null, "operation_key": null},
+            {"item_index": 1, "sandbox_id": "sb-1", "routing_domain": "eu", "operation_key": "k"},
+            {"item_index": 2, "sandbox_id": "sb-3", "routing_domain": null, "operation_key": "\u{0085}k"},
+        ])
+    );
+    let snapshot = |id: i64| {
+        rows(&format!("SELECT provider, item_count, environment, reconciled_run_id FROM op_stream.provider_inventory_snapshots \
+                       WHERE snapshot_id = {id}"))
+    };
+    assert_eq!(snapshot(published), snapshot(recorded));
+    assert_eq!(int("SELECT count(*) FROM op_stream.provider_inventory_stream"), 0, "the stream's rows are consumed");
+
+    // An empty listing publishes as '[]' records; rows of a transaction that ended without publishing are
+    // removed by the next publish, a later transaction's (still running, as far as this one can tell) kept.
+    run("INSERT INTO op_stream.provider_inventory_stream (stream, sandbox_id) VALUES ('3', 'stale')");
+    run("INSERT INTO op_stream.provider_inventory_stream (stream, sandbox_id) \
+         VALUES ((pg_current_xact_id()::text::bigint + 1000)::text::xid8, 'later')");
+    let empty = int("SELECT runtime_sandbox.publish_inventory_snapshot('daytona', 0, now(), ledger_schema => 'op_stream', \
+                     environment => 'staging')");
+    assert_eq!(snapshot(empty), json!([{"provider": "daytona", "item_count": 0, "environment": "staging", "reconciled_run_id": null}]));
+    assert_eq!(rows("SELECT sandbox_id FROM op_stream.provider_inventory_stream"), json!([{"sandbox_id": "later"}]));
+    run("DELETE FROM op_stream.provider_inventory_stream");
+
+    // Refused, naming the first bad element (in listing order, as the JSON inventory's errors do); nothing written.
+    let before = int("SELECT count(*) FROM op_stream.provider_inventory_items");
+    let long = "x".repeat(1001);
+    let ok = "now(), ledger_schema => 'op_stream'";
+    for (rows_in, count, expected) in [
+        (vec![("'a'", "NULL", "NULL")], 2, "22023 runtime_sandbox: invalid argument streamed_items: is 2, but this transaction streamed 1 rows"),
+        (vec![("'a'", "NULL", "NULL"), ("NULL", "'eu'", "NULL")], 2, "22023 runtime_sandbox: invalid argument streamed_items: element 1: sandboxId is required"),
+        (vec![("'a'", "NULL", "NULL"), ("E' \\t'", "NULL", "NULL")], 2, "22023 runtime_sandbox: invalid argument streamed_items: element 1: sandboxId is blank"),
+        (vec![("'a'", &format!("' {long} '"), "NULL"), ("NULL", "NULL", "NULL")], 2,
+         "22023 runtime_sandbox: invalid argument streamed_items: element 0: routingDomain is 1001 bytes long; at most 1000"),
+        (vec![("'a'", "NULL", &format!("'{long}'"))], 1, "22023 runtime_sandbox: invalid argument streamed_items: element 0: operationKey is 1001 bytes long"),
+    ] {
+        let rows_in: Vec<(&str, &str, &str)> = rows_in.iter().map(|(a, b, c)| (*a, *b as &str, *c as &str)).collect();
+        let values = rows_in.iter().map(|(a, b, c)| format!("({a}, {b}, {c})")).collect::<Vec<_>>().join(", ");
+        let got = attempt(&format!(
+            "INSERT INTO op_stream.provider_inventory_stream (sandbox_id, routing_domain, operation_key) VALUES {values}; \
+             SELECT runtime_sandbox.publish_inventory_snapshot('daytona', {count}, {ok})"
+        ));
+        assert!(got.starts_with(expected), "{values}: {got}");
+        assert_eq!(int("SELECT count(*) FROM op_stream.provider_inventory_stream"), 0, "the refused call's rows rolled back");
+    }
+    for (args, expected) in [
+        (format!("'daytona', NULL, {ok}"), "22023 runtime_sandbox: invalid argument streamed_items: must not be NULL"),
+        (format!("'daytona', -1, {ok}"), "22023 runtime_sandbox: invalid argument streamed_items: must be 0 or more"),
+        (format!("'modal', 0, {ok}"), "22023 runtime_sandbox: invalid argument provider: must be 'daytona'"),
+        (format!("'daytona', 0, now() + interval '1 hour', ledger_schema => 'op_stream'"),
+         "22023 runtime_sandbox: invalid argument captured_at: must not be more than 5 minutes ahead"),
+    ] {
+        let got = attempt(&format!("SELECT runtime_sandbox.publish_inventory_snapshot({args})"));
+        assert!(got.starts_with(expected), "{args}: {got}");
+    }
+    assert_eq!(int("SELECT count(*) FROM op_stream.provider_inventory_items"), before, "no refused call wrote anything");
+
+    // Published snapshots are pruned with the recorded ones, by keep_last.
+    stream("op_stream", &[("'sb-9'", "NULL", "NULL")]);
+    let last = int("SELECT runtime_sandbox.publish_inventory_snapshot('daytona', 1, now(), keep_last => 1, ledger_schema => 'op_stream')");
+    assert_eq!(rows("SELECT snapshot_id FROM op_stream.provider_inventory_snapshots WHERE environment = 'production'"),
+               json!([{"snapshot_id": last}]));
+
+    // A ledger installed before the stream table: told to run install_ledger.
+    run("DROP TABLE op_stream.provider_inventory_stream");
+    assert_eq!(
+        attempt("SELECT runtime_sandbox.publish_inventory_snapshot('daytona', 0, now(), ledger_schema => 'op_stream')"),
+        "42P01 runtime_sandbox: ledger_schema \"op_stream\" lacks the ledger's table(s) provider_inventory_stream | Point \
+         ledger_schema at the ledger's schema, or run SELECT runtime_sandbox.install_ledger('op_stream') to create the tables."
+    );
+}
+
 #[pg_test]
 fn operations_record_snapshot_keeps_the_newest_and_the_one_just_recorded() {
     ledger("op_prune", &[]);

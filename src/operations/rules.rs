@@ -14,6 +14,16 @@ pub fn provider(value: &str) -> Result<&'static str, ArgError> {
     }
 }
 
+/// The rows a caller streamed for one snapshot: none (an empty listing, as
+/// `[]` is) or more.
+pub fn streamed_items(value: i32) -> Result<i32, ArgError> {
+    if value >= 0 {
+        Ok(value)
+    } else {
+        Err(ArgError::new("streamed_items", format!("must be 0 or more (the rows this transaction streamed), got {value}")))
+    }
+}
+
 /// Snapshots kept per provider: 1..1000.
 pub fn keep_last(value: i32) -> Result<i32, ArgError> {
     if (1..=1000).contains(&value) {

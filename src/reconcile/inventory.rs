@@ -23,21 +23,12 @@ impl<'a> InventoryItem<'a> {
 
 /// ECMAScript `String.prototype.trim` whitespace (WhiteSpace + LineTerminator).
 /// Rust's `char::is_whitespace` differs: it includes U+0085 and lacks U+FEFF,
-/// and the application trims with JavaScript's rules.
+/// and the application trims with JavaScript's rules. Also the set a streamed
+/// listing is trimmed with in SQL (`btrim(value, JS_WHITESPACE)`).
+pub const JS_WHITESPACE: &str = "\u{0009}\u{000A}\u{000B}\u{000C}\u{000D}\u{0020}\u{00A0}\u{1680}\u{2000}\u{2001}\u{2002}\u{2003}\u{2004}\u{2005}\u{2006}\u{2007}\u{2008}\u{2009}\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}";
+
 fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\u{0009}'
-            | '\u{000A}'
-            | '\u{000B}'
-            | '\u{000C}'
-            | '\u{000D}'
-            | '\u{0020}'
-            | '\u{00A0}'
-            | '\u{1680}'
-            | '\u{2000}'
-            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
-    )
+    JS_WHITESPACE.contains(c)
 }
 
 pub fn js_trim(value: &str) -> &str {
@@ -61,6 +52,19 @@ fn bounded<'v>(index: usize, key: &str, value: &'v str) -> Result<&'v str, ArgEr
 
 fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
     ArgError::new("inventory", format!("element {index}: {reason}"))
+}
+
+/// What is wrong with element `index` of a streamed listing (a row of
+/// provider_inventory_stream), as the SQL that checks it found it: `key` the
+/// member, `trimmed_bytes` its length after trimming (None: NULL). The same
+/// words as the JSON inventory's errors, under `argument`.
+pub fn streamed_problem(argument: &'static str, index: usize, key: &str, trimmed_bytes: Option<usize>) -> ArgError {
+    let reason = match trimmed_bytes {
+        None => format!("{key} is required"),
+        Some(0) => format!("{key} is blank"),
+        Some(bytes) => format!("{key} is {bytes} bytes long; at most {MAX_ID_BYTES} bytes fit the ledger's index keys"),
+    };
+    ArgError::new(argument, format!("element {index}: {reason}"))
 }
 
 /// Read the `inventory` argument from jsonb's binary form, in place (no

@@ -5,6 +5,7 @@
 //! backfill: created, replaced and removed by name.
 
 mod jobs;
+pub(super) mod stream;
 
 use super::rules;
 use crate::ledger::requirements::uses;
@@ -121,16 +122,23 @@ fn record_snapshot(
         let insert = (INSERT_SNAPSHOT, INSERT_SNAPSHOT_WITHOUT_ENVIRONMENT);
         let (table, _) = execute_by_environment(client, &ledger, insert, params, in_environment);
         let snapshot_id = table.first().get::<i64>(1).read_value().expect("INSERT ... RETURNING returns the id");
-        let params = vec![provider.into(), (keep_last as i64).into(), snapshot_id.into()];
-        let prunable = (PRUNABLE_SNAPSHOTS, PRUNABLE_SNAPSHOTS_WITHOUT_ENVIRONMENT);
-        let (prunable, _) = execute_by_environment(client, &ledger, prunable, params, in_environment);
-        let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).read_value()).collect();
-        // One snapshot at a time: each delete is an index range of its items.
-        for id in prunable {
-            execute(client, &ledger.sql(DELETE_SNAPSHOT), &[id.into()]);
-        }
+        prune(client, &ledger, provider, keep_last, snapshot_id, in_environment);
         snapshot_id
     }))
+}
+
+/// Delete all but the newest `keep_last` snapshots of the provider and
+/// environment, never `recorded` (the one just recorded) nor one a running
+/// reconciliation holds.
+fn prune(client: &mut SpiClient, ledger: &Ledger, provider: &str, keep_last: i32, recorded: i64, environment: Option<&str>) {
+    let params = vec![provider.into(), (keep_last as i64).into(), recorded.into()];
+    let prunable = (PRUNABLE_SNAPSHOTS, PRUNABLE_SNAPSHOTS_WITHOUT_ENVIRONMENT);
+    let (prunable, _) = execute_by_environment(client, ledger, prunable, params, environment);
+    let prunable: Vec<i64> = prunable.filter_map(|row| row.get::<i64>(1).read_value()).collect();
+    // One snapshot at a time: each delete is an index range of its items.
+    for id in prunable {
+        execute(client, &ledger.sql(DELETE_SNAPSHOT), &[id.into()]);
+    }
 }
 
 /// Reconcile the ledger's operations of one environment against the newest

@@ -62,4 +62,14 @@ FROM runtime_scheduler.reconciliation_health;
 -- History retention.
 DELETE FROM runtime_scheduler.reconciliation_runs WHERE finished_at < now() - interval '90 days';
 SELECT count(*) AS runs_kept FROM runtime_scheduler.reconciliation_runs;
+-- A listing streamed by COPY, published in the same transaction.
+BEGIN;
+COPY runtime_scheduler.provider_inventory_stream (sandbox_id, routing_domain, operation_key) FROM STDIN;
+sb-1	\N	op-1
+ sb-2 	\N	op-2
+\.
+SELECT runtime_sandbox.publish_inventory_snapshot('daytona', 2, now());
+COMMIT;
+SELECT item_index, sandbox_id, operation_key FROM runtime_scheduler.provider_inventory_items
+ WHERE snapshot_id = (SELECT max(snapshot_id) FROM runtime_scheduler.provider_inventory_snapshots) ORDER BY 1;
 DROP SCHEMA runtime_scheduler CASCADE;

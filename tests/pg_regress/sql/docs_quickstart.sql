@@ -62,7 +62,7 @@ RESET ROLE;
 -- 1. As any role: what keeps the ledger from serving each function, one row per problem with its fix.
 SELECT severity, object, problem, breaks FROM runtime_sandbox.check_ledger('app') ORDER BY severity, object;
 SELECT function FROM runtime_sandbox.ledger_readiness('app') WHERE NOT ready;
--- 2. The DDL the extension wants, for your migration tool (its indexes CONCURRENTLY, its own three tables, a view):
+-- 2. The DDL the extension wants, for your migration tool (its indexes CONCURRENTLY, its own four tables, a view):
 SELECT statement FROM runtime_sandbox.install_ledger_ddl('app');
 -- 3. As app (the schema's owner), from your migration tool, outside a transaction: that DDL; then install_ledger
 --    checks and finishes (a superuser runs GRANT EXECUTE ON FUNCTION runtime_sandbox.install_ledger(name) TO app first).
