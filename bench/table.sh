@@ -24,6 +24,7 @@ for shape in clean messy; do
   EXPECTED+=("backfill.$shape.b1000" "backfill.$shape.b1000.pages" "backfill.$shape.b*")
 done
 EXPECTED+=(recorder.100k recorder.100k.memory)
+EXPECTED+=(tick.1m.total tick.1m.listing tick.1m.record tick.1m.apply tick.1m.memory)
 
 cat "$@" | { grep -a '^BENCH|' || true; } | awk -F'|' -v expected="${EXPECTED[*]}" '
 function checked(value, target,    op, limit) {

@@ -439,7 +439,7 @@ fn fault_reconcile_chaos_keeps_the_ledger_invariants() {
             &mut main,
             "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::regclass::text LIKE 'runtime_scheduler.%'",
         );
-        assert_eq!(distributed, 10, "the chaos ledger is distributed");
+        assert_eq!(distributed, 11, "the chaos ledger is distributed");
         println!("fault_reconcile_chaos: on Citus, the ledger distributed");
     }
     main.batch_execute("CREATE TABLE public.chaos_inventory (round int PRIMARY KEY, captured_at timestamptz, items jsonb)")

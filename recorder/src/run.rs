@@ -383,8 +383,11 @@ pub fn run(cli: &Cli, env: &dyn Fn(&str) -> Option<String>, log: &mut dyn FnMut(
     }
     let mut outcome = Outcome { snapshot_id: None, sandboxes: items.len(), items };
     if !cli.dry_run {
+        let started = std::time::Instant::now();
         let mut client = record::connect(&target, env)?;
         outcome.snapshot_id = Some(record::record(&mut client, &target, &outcome.items, stream, captured_at)?);
+        let how = if stream { "streamed by COPY" } else { "as one JSON value" };
+        log(format!("recorded {} sandboxes {how} in {:.1} s", outcome.sandboxes, started.elapsed().as_secs_f64()));
     }
     Ok(outcome)
 }

@@ -41,6 +41,7 @@ pub const ALL: &[&str] = &[
     "reconciliation_runs",
     "provider_inventory_snapshots",
     "provider_inventory_items",
+    "provider_inventory_stream",
 ];
 pub const NONE: &[&str] = &[];
 pub const RECONCILE_READ: &[&str] = &["runtime_sandbox_operations", "runtime_sandbox_capacity_leases", "sandbox_cleanup_jobs_v2"];
@@ -54,6 +55,7 @@ pub const RECONCILE_APPLY: &[&str] = &[
 ];
 pub const SNAPSHOT: &[&str] = &["provider_inventory_snapshots", "provider_inventory_items"];
 pub const BACKFILL: &[&str] = &["attempts", "control", "runs", "runtime_sandbox_operations"];
+pub const PUBLISH: &[&str] = &["provider_inventory_stream", "provider_inventory_snapshots", "provider_inventory_items"];
 
 /// The calls, in order, each answering one text line, with the tables each works on (docs/reference.md).
 pub const CALLS: &[(&str, &[&str])] = &[
@@ -93,6 +95,10 @@ pub const CALLS: &[(&str, &[&str])] = &[
     ("SELECT (phase, batches, scanned_attempts, inserted_operations)::text FROM runtime_sandbox.advance_sandbox_operation_backfill(false, 1, 1, '@s@')", BACKFILL),
     ("CALL runtime_sandbox.run_sandbox_operation_backfill(1, ledger_schema => '@s@')", BACKFILL),
     ("SELECT (phase, attempts_remaining)::text FROM runtime_sandbox.backfill_status('@s@')", BACKFILL),
+    // COPY's rows and the publish in one transaction (a simple query's statements share one).
+    ("INSERT INTO @s@.provider_inventory_stream (sandbox_id, operation_key) VALUES (' sb-1 ', 'label-1'), ('sb-9', NULL), ('sb-1', 'label-1');
+      SELECT (runtime_sandbox.publish_inventory_snapshot('daytona', 3, now(), keep_last => 3, ledger_schema => '@s@') > 0)::text",
+     PUBLISH),
 ];
 
 /// Every table's rows, as text, in the columns install_ledger's tables have (clock values as NULL or not).
