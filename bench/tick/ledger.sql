@@ -6,7 +6,7 @@ DROP SCHEMA IF EXISTS bench CASCADE;
 SELECT runtime_sandbox.install_ledger('bench');
 INSERT INTO bench.runtime_sandbox_operations
     (operation_key, provider, run_id, attempt, org_id, sandbox_id, routing_domain, state, provider_operation_token, provider_created_at)
-SELECT 'op-' || i, 'daytona', 'run-' || i, 1, 'org', 'sb-' || i, 'org-bench', 'live', 'op-' || i, now() - interval '2 hours'
+SELECT 'op-' || i, 'daytona', 'run-' || i, 1, 'org', 'sb-' || i, 'org-bench', 'live'::bench.runtime_sandbox_operation_state, 'op-' || i, now() - interval '2 hours'
 FROM generate_series(0, :n - 1) AS i
 UNION ALL
 SELECT 'gone-' || i, 'daytona', 'run-gone-' || i, 1, 'org', 'sb-gone-' || i, 'org-bench', 'live', 'gone-' || i, now() - interval '2 hours'

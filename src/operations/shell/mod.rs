@@ -12,11 +12,11 @@ use crate::ledger::requirements::uses;
 use crate::args::{self, ArgError, SchemaName};
 use crate::reconcile::inventory::{parse_inventory_jsonb, InventoryColumns, InventoryItem};
 use crate::reconcile::shell::{self as reconcile, Listing, Options};
-use crate::shell::statement::{execute, execute_by_environment, jit, now, Ledger};
+use crate::shell::statement::{execute, execute_by_environment, jit, now, planned, Ledger};
 use crate::reconcile::summary::{self, Status, Summary};
 use crate::shell::types::{JsonbBytes, Name};
 use crate::shell::{check, existing_schema, raise_with_hint, Raise};
-use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
+use pgrx::datum::{Interval, TimestampWithTimeZone};
 use crate::shell::spi::ReadValue;
 use pgrx::prelude::*;
 use pgrx::heap_tuple::PgHeapTuple;
@@ -42,6 +42,9 @@ const NEWEST_SNAPSHOTS_LOCKED_WITHOUT_ENVIRONMENT: &str =
     include_str!("../../../sql/queries/operations/newest_snapshots_locked_without_environment.sql");
 const RECORD_SNAPSHOT_RUN_WITHOUT_ENVIRONMENT: &str =
     include_str!("../../../sql/queries/operations/record_snapshot_run_without_environment.sql");
+
+/// A read whose aggregates must consume rows in the order they come in: no parallel workers.
+const SERIAL: &[(&str, &str)] = &[("max_parallel_workers_per_gather", "0")];
 
 /// What reconcile_daytona_latest reads (a dry run) or also writes (an apply),
 /// checked before any work (requirements::uses).
@@ -268,15 +271,15 @@ fn latest(
         return (summary, None);
     }
 
-    let (table, _) = execute(client, &ledger.sql(SNAPSHOT_ITEMS), &[newest.into()]);
+    // In item order by the primary key, consumed in that order by a serial aggregate (snapshot_items.sql).
+    let (table, _) = planned(client, SERIAL, |client| execute(client, &ledger.sql(SNAPSHOT_ITEMS), &[newest.into()]));
     let table = table.first();
-    let column = |c: usize| table.get::<Array<&str>>(c).read_value();
-    let (sandbox_ids, routing_domains, operation_keys) = (column(1), column(2), column(3));
+    let (sandbox_ids, routing_domains, operation_keys) =
+        (reconcile::cut(&table, 1), reconcile::cut(&table, 3), reconcile::cut(&table, 5));
     let items: Vec<InventoryItem> = sandbox_ids
-        .iter()
-        .flat_map(|a| a.iter())
-        .zip(routing_domains.iter().flat_map(|a| a.iter()))
-        .zip(operation_keys.iter().flat_map(|a| a.iter()))
+        .into_iter()
+        .zip(routing_domains)
+        .zip(operation_keys)
         .map(|((sandbox_id, domain), key)| InventoryItem::new(sandbox_id.unwrap_or_default(), domain, key))
         .collect();
 

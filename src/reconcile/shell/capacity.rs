@@ -68,7 +68,7 @@ impl<'t, const N: usize> Columns<'t, N> {
 /// an array of integers for a third of what an array of 100k texts costs it
 /// (each element copied twice). The string is copied out of SPI's memory
 /// into the call's, where it stays until the call returns.
-pub(super) fn cut<'t>(table: &SpiTupleTable, c: usize) -> Vec<Option<&'t str>> {
+pub(crate) fn cut<'t>(table: &SpiTupleTable, c: usize) -> Vec<Option<&'t str>> {
     let joined: &'t str = table.get::<&'t str>(c).read_value().unwrap_or_default();
     let lengths = table.get::<Array<i32>>(c + 1).read_value();
     reach::cut_by_lengths(joined, lengths.iter().flat_map(|l| l.iter())).unwrap_or_else(|| {

@@ -9,6 +9,7 @@ mod capacity;
 mod phases;
 mod report;
 
+pub(crate) use capacity::cut;
 pub(crate) use phases::run;
 pub(crate) use report::{alert, record_run, result_row};
 
