@@ -13,17 +13,20 @@ use crate::reconcile::inventory::{streamed_problem, JS_WHITESPACE, MAX_ID_BYTES}
 use crate::reconcile::summary;
 use crate::shell::raise::Raise;
 use crate::shell::spi::ReadValue;
-use crate::shell::statement::{execute, Ledger};
+use crate::shell::statement::{execute, planned, Ledger};
 use crate::shell::types::Name;
 use crate::shell::{check, existing_schema};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 
 const STREAM_TRANSACTION: &str = include_str!("../../../sql/queries/operations/stream_transaction.sql");
-const STREAMED_ITEMS: &str = include_str!("../../../sql/queries/operations/streamed_items.sql");
 const PUBLISH_SNAPSHOT: &str = include_str!("../../../sql/queries/operations/publish_snapshot.sql");
 
 const FUNCTION: &str = "publish_inventory_snapshot";
+
+/// The publish hashes its listing's distinct items in memory rather than in batches on disk (a 1M listing:
+/// ~150 MB for the statement, about what one JSON value of it costs record_inventory_snapshot).
+const ONE_PASS: &[(&str, &str)] = &[("work_mem", "256MB")];
 
 /// Publish the listing this transaction streamed into the ledger's
 /// provider_inventory_stream (`streamed_items` rows, the caller's count) as
@@ -70,10 +73,19 @@ fn publish_inventory_snapshot_of(
         let transaction: String = row.get::<String>(1).read_value().expect("the transaction's id");
         let oldest_running: String = row.get::<String>(2).read_value().expect("the snapshot's xmin");
 
-        let params = [transaction.as_str().into(), JS_WHITESPACE.into(), (MAX_ID_BYTES as i32).into()];
-        let (table, _) = execute(client, &ledger.sql(STREAMED_ITEMS), &params);
+        let params = [
+            transaction.as_str().into(),
+            provider.into(),
+            captured_at.into(),
+            environment.name.as_str().into(),
+            JS_WHITESPACE.into(),
+            oldest_running.as_str().into(),
+            (MAX_ID_BYTES as i32).into(),
+        ];
+        // Checked and recorded in one pass; any refusal below rolls the statement's writes back.
+        let (table, _) = planned(client, ONE_PASS, |client| execute(client, &ledger.sql(PUBLISH_SNAPSHOT), &params));
         let row = table.first();
-        let rows = row.get::<i64>(1).read_value().unwrap_or(0);
+        let rows = row.get::<i64>(2).read_value().unwrap_or(0);
         if rows != i64::from(streamed_items) {
             Error::from(ArgError::new(
                 "streamed_items",
@@ -89,22 +101,12 @@ fn publish_inventory_snapshot_of(
             ))
             .raise();
         }
-        if let Some(key) = row.get::<String>(3).read_value() {
-            let element = row.get::<i64>(2).read_value().unwrap_or(0);
-            let bytes = row.get::<i32>(4).read_value().map(|b| b as usize);
+        if let Some(key) = row.get::<String>(4).read_value() {
+            let element = row.get::<i64>(3).read_value().unwrap_or(0);
+            let bytes = row.get::<i32>(5).read_value().map(|b| b as usize);
             check::<()>(Err(streamed_problem("streamed_items", element as usize, &key, bytes)));
         }
-
-        let params = [
-            transaction.as_str().into(),
-            provider.into(),
-            captured_at.into(),
-            environment.name.as_str().into(),
-            JS_WHITESPACE.into(),
-            oldest_running.as_str().into(),
-        ];
-        let (table, _) = execute(client, &ledger.sql(PUBLISH_SNAPSHOT), &params);
-        let snapshot_id = table.first().get::<i64>(1).read_value().expect("INSERT ... RETURNING returns the id");
+        let snapshot_id = row.get::<i64>(1).read_value().expect("a snapshot when no row is refused");
         prune(client, &ledger, provider, keep_last, snapshot_id, Some(environment.name.as_str()));
         snapshot_id
     }))
