@@ -102,7 +102,10 @@ fn by_key_or_probed<'t, const N: usize>(
 ) -> Columns<'t, N> {
     planned(client, PLAIN_PROBES, |client| {
         let keyed = by_key && {
-            let (plan, _) = execute(client, &format!("EXPLAIN (COSTS OFF) {}", ledger.sql(sql.0)), &[sandboxes.clone().into()]);
+            // The array is behind a sub-select, so the plan does not depend on it: one key shows the plan
+            // without building the whole array a second time.
+            let sample: Vec<&str> = sandboxes.iter().take(1).copied().collect();
+            let (plan, _) = execute(client, &format!("EXPLAIN (COSTS OFF) {}", ledger.sql(sql.0)), &[sample.into()]);
             let lines: Vec<String> = plan.filter_map(|row| row.get::<String>(1).read_value()).collect();
             reach::keyed_by_the_array(&lines)
         };
