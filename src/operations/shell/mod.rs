@@ -99,14 +99,8 @@ fn record_snapshot(
     let items = check(summary::required("items", items));
     let items = check(parse_inventory_jsonb(items.as_bytes()).map_err(|e| ArgError::new("items", e.reason)));
     let items = InventoryColumns::from_items(&items);
-    let captured_at = check(summary::required("captured_at", captured_at));
-    let captured_micros = pg_sys::TimestampTz::from(captured_at);
-    check(summary::captured_at(captured_micros).map_err(|e| ArgError::new("captured_at", e.reason)));
-    check(rules::captured_not_ahead(captured_micros, unsafe { pg_sys::GetCurrentTimestamp() }));
-    let keep_last = check(rules::keep_last(check(summary::required("keep_last", keep_last))));
-    let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
-    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
-    let schema = existing_schema("ledger_schema", ledger_schema.as_str());
+    let Recording { captured_at, keep_last, schema, environment } =
+        recording(captured_at, keep_last, ledger_schema, environment);
 
     let access = crate::ledger::require(&schema, uses::SNAPSHOT, "record_inventory_snapshot");
     let present = access.environment_column(&schema, "provider_inventory_snapshots", &environment, "record_inventory_snapshot");
@@ -128,6 +122,31 @@ fn record_snapshot(
         prune(client, &ledger, provider, keep_last, snapshot_id, in_environment);
         snapshot_id
     }))
+}
+
+/// The arguments both ways of recording a listing take besides the listing, checked in this order.
+pub(super) struct Recording {
+    pub captured_at: TimestampWithTimeZone,
+    pub keep_last: i32,
+    pub schema: SchemaName,
+    pub environment: args::Environment,
+}
+
+pub(super) fn recording(
+    captured_at: Option<TimestampWithTimeZone>,
+    keep_last: Option<i32>,
+    ledger_schema: Option<Name>,
+    environment: Option<&str>,
+) -> Recording {
+    let captured_at = check(summary::required("captured_at", captured_at));
+    let captured_micros = pg_sys::TimestampTz::from(captured_at);
+    check(summary::captured_at(captured_micros).map_err(|e| ArgError::new("captured_at", e.reason)));
+    check(rules::captured_not_ahead(captured_micros, unsafe { pg_sys::GetCurrentTimestamp() }));
+    let keep_last = check(rules::keep_last(check(summary::required("keep_last", keep_last))));
+    let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
+    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
+    let schema = existing_schema("ledger_schema", ledger_schema.as_str());
+    Recording { captured_at, keep_last, schema, environment }
 }
 
 /// Delete all but the newest `keep_last` snapshots of the provider and

@@ -5,8 +5,8 @@
 //! normalizes) and removes them. Until then no reader sees a snapshot: the
 //! rows are not one, and no other transaction sees them at all.
 
-use super::{prune, rules};
-use crate::args::{self, ArgError};
+use super::{prune, recording, rules, Recording};
+use crate::args::ArgError;
 use crate::error::Error;
 use crate::ledger::requirements::uses;
 use crate::reconcile::inventory::{streamed_problem, JS_WHITESPACE, MAX_ID_BYTES};
@@ -15,7 +15,7 @@ use crate::shell::raise::Raise;
 use crate::shell::spi::ReadValue;
 use crate::shell::statement::{execute, planned, Ledger};
 use crate::shell::types::Name;
-use crate::shell::{check, existing_schema};
+use crate::shell::check;
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 
@@ -45,14 +45,8 @@ fn publish_inventory_snapshot_of(
     let provider = check(rules::provider(check(summary::required("provider", provider))));
     let streamed_items = check(summary::required("streamed_items", streamed_items));
     check(rules::streamed_items(streamed_items));
-    let captured_at = check(summary::required("captured_at", captured_at));
-    let captured_micros = pg_sys::TimestampTz::from(captured_at);
-    check(summary::captured_at(captured_micros).map_err(|e| ArgError::new("captured_at", e.reason)));
-    check(rules::captured_not_ahead(captured_micros, unsafe { pg_sys::GetCurrentTimestamp() }));
-    let keep_last = check(rules::keep_last(check(summary::required("keep_last", keep_last))));
-    let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
-    let environment = check(args::environment("environment", check(summary::required("environment", environment))));
-    let schema = existing_schema("ledger_schema", ledger_schema.as_str());
+    let Recording { captured_at, keep_last, schema, environment } =
+        recording(captured_at, keep_last, ledger_schema, environment);
 
     let access = crate::ledger::require(&schema, uses::PUBLISH, FUNCTION);
     // The stream table came with 0.4.0's install_ledger, which adds this column too; a ledger given the
