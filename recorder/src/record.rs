@@ -352,8 +352,7 @@ pub fn ledger(client: &mut Client, target: &Target) -> Result<Ledger, Failure> {
                 "SELECT pg_catalog.to_regprocedure('runtime_sandbox.record_inventory_snapshot(text, jsonb, timestamptz, integer, name, text)') IS NOT NULL,
                         pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.runtime_sandbox_operations') IS NOT NULL,
                         pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.provider_inventory_stream') IS NOT NULL
-                        AND pg_catalog.to_regprocedure('{PUBLISH}') IS NOT NULL
-                        AND pg_catalog.has_function_privilege('{PUBLISH}', 'EXECUTE')"
+                        AND coalesce(pg_catalog.has_function_privilege(pg_catalog.to_regprocedure('{PUBLISH}')::oid, 'EXECUTE'), false)"
             ),
             &[&target.ledger_schema],
         )

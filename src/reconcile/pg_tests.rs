@@ -958,6 +958,18 @@ fn reconcile_apply_without_history_table_fails_before_any_work() {
             .as_deref(),
         Some("planned")
     );
+    // Nor the attempts table, as the application's dry run: with a lost create to count, it predicts no
+    // recovery (an apply is refused there) instead of failing on the missing table.
+    l.op("r1", "reserved", None, None, Some("tok-r1"), "1 hour");
+    l.lease("r1", "run-r1", None, false);
+    run("DROP TABLE rc_no_history.attempts CASCADE");
+    assert_eq!(
+        text("SELECT (status, recovered_reserved_operations, would_recover_reserved_operations)::text \
+              FROM runtime_sandbox.reconcile_daytona('[{\"sandboxId\": \"sb-r1\", \"operationKey\": \"tok-r1\"}]', \
+              now(), true, ledger_schema => 'rc_no_history')")
+            .as_deref(),
+        Some("(planned,0,0)")
+    );
 }
 
 #[pg_test]

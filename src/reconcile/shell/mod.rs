@@ -51,6 +51,9 @@ pub(crate) struct Options {
     pub environment_column: EnvironmentColumn,
     /// On an enum column: the environment's value of the enum (its label's oid).
     pub environment_label: pg_sys::Oid,
+    /// The ledger has the application's attempts table (a dry run does not
+    /// require it; without it there is nothing an apply could recover).
+    pub attempts: bool,
 }
 
 impl Options {
@@ -66,6 +69,7 @@ impl Options {
     /// On an enum column, an environment that is not one of its values is an
     /// argument error (the application's literal would fail to convert).
     pub fn compare_environment(&mut self, access: &crate::ledger::Access) {
+        self.attempts = access.has_column("attempts", "run_id") && access.has_column("attempts", "attempt");
         self.environment_column = access.operations_environment();
         if let EnvironmentColumn::Enum { oid, name } = &self.environment_column {
             let (label, values) = Spi::connect(|client| {
@@ -120,7 +124,7 @@ pub(crate) fn validate_options(
     let ledger_schema = check(summary::required("ledger_schema", ledger_schema));
     let environment = check(args::environment("environment", check(summary::required("environment", environment))));
     let ledger = existing_schema("ledger_schema", ledger_schema.as_str());
-    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment, environment_column: EnvironmentColumn::Text, environment_label: pg_sys::InvalidOid }
+    Options { dry_run, batch_size, minimum_age, max_absent_ratio, ledger, environment, environment_column: EnvironmentColumn::Text, environment_label: pg_sys::InvalidOid, attempts: true }
 }
 
 /// The listing a run reconciles the ledger against.

@@ -85,7 +85,9 @@ fn phases(client: &mut SpiClient, options: &Options, listing: &Listing, second_r
         summary.recovered_reserved_operations = bound.len() as i64;
         summary.measured(Phase::RecoverReservedOperations, elapsed_ms(started), summary.recovered_reserved_operations);
         capacity.bound(bound);
-    } else if ownership.reserved_rows > 0 {
+    } else if ownership.reserved_rows > 0 && options.attempts {
+        // (Without an attempts table a dry run still runs, as the application's does; an apply is refused
+        // there, so there is no recovery to predict.)
         let owned = owned_items(items, &ownership);
         let params = [
             owned.sandbox_ids.into(),
