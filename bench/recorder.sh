@@ -14,10 +14,7 @@ PAGE=200
 DB=runtime_sandbox_bench_recorder
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-cargo build -q --release -p runtime-sandbox-recorder --bin runtime-sandbox-recorder --example fake_daytona
-
-# The libpq connection of the psql command (its -h and -p).
-host=$(sed -nE 's/.*-h +([^ ]+).*/\1/p' <<<"$PSQL"); port=$(sed -nE 's/.*-p +([0-9]+).*/\1/p' <<<"$PSQL")
+. bench/recorder_run.sh
 PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
 $PSQL -q -v ON_ERROR_STOP=1 --no-psqlrc $DB >/dev/null <<SQL
 CREATE EXTENSION runtime_sandbox;
@@ -29,23 +26,11 @@ FROM generate_series(0, $N - 1) AS i;
 ANALYZE;
 SQL
 
-tmp=$(mktemp -d)
-coproc FAKE { exec target/release/examples/fake_daytona "$N" org-bench bench-key "$DELAY"; }
-read -r url <&"${FAKE[0]}"
-stop_fake() { exec {FAKE[1]}>&- 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null || true; rm -rf "$tmp"; }
-trap stop_fake EXIT
+start_fake "$N" "$DELAY"
 
-# The whole run, timed, with the peak memory of the recorder (the kernel's count for the child).
-read -r wall rss < <(DAYTONA_API_URL=$url DAYTONA_API_KEY=bench-key DAYTONA_ORGANIZATION_ID=org-bench python3 - \
-    target/release/runtime-sandbox-recorder "host=$host port=$port user=postgres dbname=$DB" <<'PY'
-import resource, subprocess, sys, time
-started = time.monotonic()
-subprocess.run([sys.argv[1], "--labels", '{"app":"runtime-scheduler"}', "--operation-label", "runtime-op",
-                "--ledger-schema", "bench", "--keep-last", "2", "--database", sys.argv[2]], check=True,
-               stderr=subprocess.DEVNULL)
-print(f"{(time.monotonic() - started) * 1000:.1f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
-PY
-)
+# The whole run, timed, with the peak memory of the recorder.
+read -r wall rss < <(run_recorder "$DB" "$tmp/recorder.log")
+wall=$(awk -v s="$wall" 'BEGIN {printf "%.1f", s * 1000}')
 # The snapshot insert alone: the same inventory (the listing the recorder recorded, read back in its order) sent
 # by a client as the recorder sends it (text, parsed by the server) in one record_inventory_snapshot call;
 # the client's wall clock, less that of an empty statement.

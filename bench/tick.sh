@@ -18,29 +18,15 @@ CONCURRENCY=8 RATE=60 PAGE=200
 DB=runtime_sandbox_bench_tick
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-cargo build -q --release -p runtime-sandbox-recorder --bin runtime-sandbox-recorder --example fake_daytona
-host=$(sed -nE 's/.*-h +([^ ]+).*/\1/p' <<<"$PSQL"); port=$(sed -nE 's/.*-p +([0-9]+).*/\1/p' <<<"$PSQL")
+. bench/recorder_run.sh
 PGOPTIONS="-c client_min_messages=warning" $PSQL -q postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
 $PSQL -q -v ON_ERROR_STOP=1 --no-psqlrc $DB -c "CREATE EXTENSION runtime_sandbox" >/dev/null
 $PSQL -q -v ON_ERROR_STOP=1 --no-psqlrc -v n="$N" $DB -f bench/tick/ledger.sql >/dev/null
 
-tmp=$(mktemp -d)
-coproc FAKE { exec target/release/examples/fake_daytona "$N" org-bench bench-key "$DELAY"; }
-read -r url <&"${FAKE[0]}"
-stop_fake() { exec {FAKE[1]}>&- 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null || true; rm -rf "$tmp"; }
-trap stop_fake EXIT
+start_fake "$N" "$DELAY"
 
 # 1. The recorder: the whole run and its peak memory; the listing's and the recording's times from its log.
-read -r wall rss < <(DAYTONA_API_URL=$url DAYTONA_API_KEY=bench-key DAYTONA_ORGANIZATION_ID=org-bench python3 - \
-    target/release/runtime-sandbox-recorder "host=$host port=$port user=postgres dbname=$DB" "$tmp/recorder.log" <<'PY'
-import resource, subprocess, sys, time
-started = time.monotonic()
-with open(sys.argv[3], "w") as log:
-    subprocess.run([sys.argv[1], "--labels", '{"app":"runtime-scheduler"}', "--operation-label", "runtime-op",
-                    "--ledger-schema", "bench", "--keep-last", "2", "--database", sys.argv[2]], check=True, stderr=log)
-print(f"{time.monotonic() - started:.2f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
-PY
-)
+read -r wall rss < <(run_recorder "$DB" "$tmp/recorder.log")
 listed=$(sed -nE 's/.*organization org-bench: [0-9]+ sandboxes in ([0-9]+) pages, ([0-9.]+) s.*/\1 \2/p' "$tmp/recorder.log" | tail -1)
 recorded=$(sed -nE 's/.*recorded [0-9]+ sandboxes (streamed by COPY|as one JSON value) in ([0-9.]+) s.*/\2 \1/p' "$tmp/recorder.log" | tail -1)
 read -r pages listing <<<"$listed"

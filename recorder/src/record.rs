@@ -336,8 +336,6 @@ pub struct Ledger {
     pub stream: bool,
 }
 
-const PUBLISH: &str = "runtime_sandbox.publish_inventory_snapshot(text, integer, timestamptz, integer, name, text)";
-
 /// Before listing: the extension's recording function and the ledger are
 /// there, the routing domains of the ledger's live and deleting Daytona
 /// operations of the environment (what the listing must cover), and whether
@@ -348,12 +346,12 @@ pub fn ledger(client: &mut Client, target: &Target) -> Result<Ledger, Failure> {
     let fail = |e: postgres::Error| Failure::database(text(&e));
     let row = client
         .query_one(
-            &format!(
-                "SELECT pg_catalog.to_regprocedure('runtime_sandbox.record_inventory_snapshot(text, jsonb, timestamptz, integer, name, text)') IS NOT NULL,
-                        pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.runtime_sandbox_operations') IS NOT NULL,
-                        pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.provider_inventory_stream') IS NOT NULL
-                        AND coalesce(pg_catalog.has_function_privilege(pg_catalog.to_regprocedure('{PUBLISH}')::oid, 'EXECUTE'), false)"
-            ),
+            "SELECT pg_catalog.to_regprocedure('runtime_sandbox.record_inventory_snapshot(text, jsonb, timestamptz, integer, name, text)') IS NOT NULL,
+                    pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.runtime_sandbox_operations') IS NOT NULL,
+                    pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.provider_inventory_stream') IS NOT NULL
+                    AND coalesce(pg_catalog.has_function_privilege(pg_catalog.to_regprocedure(
+                        'runtime_sandbox.publish_inventory_snapshot(text, integer, timestamptz, integer, name, text)')::oid,
+                        'EXECUTE'), false)",
             &[&target.ledger_schema],
         )
         .map_err(fail)?;

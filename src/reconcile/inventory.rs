@@ -42,12 +42,20 @@ pub const MAX_ID_BYTES: usize = 1000;
 
 fn bounded<'v>(index: usize, key: &str, value: &'v str) -> Result<&'v str, ArgError> {
     if value.len() > MAX_ID_BYTES {
-        return Err(item_error(
-            index,
-            format!("{key} is {} bytes long; at most {MAX_ID_BYTES} bytes fit the ledger's index keys", value.len()),
-        ));
+        return Err(item_error(index, id_problem(key, Some(value.len()))));
     }
     Ok(value)
+}
+
+/// What is wrong with an id member `key` of an element, from its length after
+/// trimming (None: absent; 0: blank; else too long): the words both the JSON
+/// inventory and a streamed listing use.
+fn id_problem(key: &str, trimmed_bytes: Option<usize>) -> String {
+    match trimmed_bytes {
+        None => format!("{key} is required"),
+        Some(0) => format!("{key} is blank"),
+        Some(bytes) => format!("{key} is {bytes} bytes long; at most {MAX_ID_BYTES} bytes fit the ledger's index keys"),
+    }
 }
 
 fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
@@ -59,12 +67,7 @@ fn item_error(index: usize, reason: impl std::fmt::Display) -> ArgError {
 /// member, `trimmed_bytes` its length after trimming (None: NULL). The same
 /// words as the JSON inventory's errors, under `argument`.
 pub fn streamed_problem(argument: &'static str, index: usize, key: &str, trimmed_bytes: Option<usize>) -> ArgError {
-    let reason = match trimmed_bytes {
-        None => format!("{key} is required"),
-        Some(0) => format!("{key} is blank"),
-        Some(bytes) => format!("{key} is {bytes} bytes long; at most {MAX_ID_BYTES} bytes fit the ledger's index keys"),
-    };
-    ArgError::new(argument, format!("element {index}: {reason}"))
+    ArgError::new(argument, format!("element {index}: {}", id_problem(key, trimmed_bytes)))
 }
 
 /// Read the `inventory` argument from jsonb's binary form, in place (no
@@ -116,11 +119,11 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem<'_>>, A
             .map_err(unreadable)?;
         let sandbox_id = match sandbox_id {
             Some(Item::String(s)) => js_trim(text(s)?),
-            None => return Err(item_error(index, "sandboxId is required")),
+            None => return Err(item_error(index, id_problem("sandboxId", None))),
             Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", other.kind()))),
         };
         if sandbox_id.is_empty() {
-            return Err(item_error(index, "sandboxId is blank"));
+            return Err(item_error(index, id_problem("sandboxId", Some(0))));
         }
         let sandbox_id = bounded(index, "sandboxId", sandbox_id)?;
         let item = InventoryItem::new(
@@ -246,7 +249,7 @@ mod tests {
                 return Err(item_error(index, format!("must be an object, got {}", json_kind(element))));
             };
             let sandbox_id = match object.get("sandboxId") {
-                None => return Err(item_error(index, "sandboxId is required")),
+                None => return Err(item_error(index, id_problem("sandboxId", None))),
                 Some(Value::String(s)) if js_trim(s).is_empty() => return Err(item_error(index, "sandboxId is blank")),
                 Some(Value::String(s)) => js_trim(s),
                 Some(other) => return Err(item_error(index, format!("sandboxId must be a string, got {}", json_kind(other)))),

@@ -220,7 +220,7 @@ fn reconcile_latest(
     } else {
         crate::ledger::require(&options.ledger, needs, "reconcile_daytona_latest")
     };
-    options.compare_environment(&access);
+    options.fit_ledger(&access);
     let function = "reconcile_daytona_latest";
     let snapshots_environment =
         access.environment_column(&options.ledger, "provider_inventory_snapshots", &options.environment, function);

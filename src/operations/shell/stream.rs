@@ -98,7 +98,7 @@ fn publish_inventory_snapshot_of(
         if let Some(key) = row.get::<String>(4).read_value() {
             let element = row.get::<i64>(3).read_value().unwrap_or(0);
             let bytes = row.get::<i32>(5).read_value().map(|b| b as usize);
-            check::<()>(Err(streamed_problem("streamed_items", element as usize, &key, bytes)));
+            Error::from(streamed_problem("streamed_items", element as usize, &key, bytes)).raise();
         }
         let snapshot_id = row.get::<i64>(1).read_value().expect("a snapshot when no row is refused");
         prune(client, &ledger, provider, keep_last, snapshot_id, Some(environment.name.as_str()));

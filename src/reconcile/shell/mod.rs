@@ -65,10 +65,12 @@ impl Options {
         Ledger { quoted: &self.ledger.quoted, environment_eq }
     }
 
-    /// Compare `environment` as the ledger's column needs (after the gate).
-    /// On an enum column, an environment that is not one of its values is an
-    /// argument error (the application's literal would fail to convert).
-    pub fn compare_environment(&mut self, access: &crate::ledger::Access) {
+    /// Fit the run to the ledger's shape (after the gate): compare
+    /// `environment` as the operations' column needs, and note whether the
+    /// application's attempts table is there. On an enum column, an
+    /// environment that is not one of its values is an argument error (the
+    /// application's literal would fail to convert).
+    pub fn fit_ledger(&mut self, access: &crate::ledger::Access) {
         self.attempts = access.has_column("attempts", "run_id") && access.has_column("attempts", "attempt");
         self.environment_column = access.operations_environment();
         if let EnvironmentColumn::Enum { oid, name } = &self.environment_column {
@@ -215,7 +217,7 @@ fn reconcile(
     } else {
         crate::ledger::require(&options.ledger, needs, "reconcile_daytona")
     };
-    options.compare_environment(&access);
+    options.fit_ledger(&access);
     let runs_environment =
         !options.dry_run && access.environment_column(&options.ledger, "reconciliation_runs", &options.environment, "reconcile_daytona");
     if !options.dry_run {
