@@ -76,7 +76,7 @@ pub fn ownership(items: &[InventoryItem<'_>], reserved_labels: &[&str]) -> Owner
 
 /// The inventory paired with the operations by identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pairing {
+pub struct Pairing<'a> {
     /// (item index, operation index): a matched sandbox, one per pair as the
     /// application counts them, in inventory order.
     pub pairs: Vec<(usize, usize)>,
@@ -84,41 +84,66 @@ pub struct Pairing {
     pub unmatched: Vec<usize>,
     /// Live operations no item matched, in ledger read order.
     pub lone_live: Vec<usize>,
+    /// The operations by identity, kept for the inspection: the open leases are looked up in it (one probe
+    /// per lease) rather than gathered into a second table of as many identities.
+    by_identity: OperationIndex<'a>,
+}
+
+const NONE: usize = usize::MAX;
+
+/// The operations by (sandbox_id, routing_domain): the first operation of each identity, `next` chaining
+/// further ones (a schema without the unique identity key may have them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OperationIndex<'a> {
+    first: FastMap<(&'a str, Option<&'a str>), usize>,
+    next: Vec<usize>,
+}
+
+impl<'a> OperationIndex<'a> {
+    fn new(operations: &Operations<'a>) -> Self {
+        let mut first: FastMap<(&str, Option<&str>), usize> =
+            FastMap::with_capacity_and_hasher(operations.len(), Default::default());
+        let mut next = vec![NONE; operations.len()];
+        for index in (0..operations.len()).rev() {
+            if let Some(sandbox_id) = operations.sandbox_ids[index] {
+                let key = (sandbox_id, operations.routing_domains[index]);
+                if let Some(previous) = first.insert(key, index) {
+                    next[index] = previous;
+                }
+            }
+        }
+        OperationIndex { first, next }
+    }
+
+    /// The operations of one identity, in read order.
+    fn of(&self, sandbox_id: &str, routing_domain: Option<&str>) -> impl Iterator<Item = usize> + '_ {
+        let first = self.first.get(&(sandbox_id, routing_domain)).copied().unwrap_or(NONE);
+        std::iter::successors((first != NONE).then_some(first), |&operation| {
+            let next = self.next[operation];
+            (next != NONE).then_some(next)
+        })
+    }
 }
 
 /// Pair items and operations: same sandbox id and `routing_domain IS NOT
 /// DISTINCT FROM`. An operation without a sandbox id matches nothing.
-pub fn pair(items: &[InventoryItem<'_>], owned: &[bool], operations: &Operations) -> Pairing {
-    const NONE: usize = usize::MAX;
-    // identity -> first operation; `next` chains further operations with the
-    // same identity (a schema without the unique identity key may have them).
-    let mut first: FastMap<(&str, Option<&str>), usize> =
-        FastMap::with_capacity_and_hasher(operations.len(), Default::default());
-    let mut next = vec![NONE; operations.len()];
-    for index in (0..operations.len()).rev() {
-        if let Some(sandbox_id) = operations.sandbox_ids[index] {
-            let key = (sandbox_id, operations.routing_domains[index]);
-            if let Some(previous) = first.insert(key, index) {
-                next[index] = previous;
-            }
-        }
-    }
+pub fn pair<'a>(items: &[InventoryItem<'_>], owned: &[bool], operations: &Operations<'a>) -> Pairing<'a> {
+    let by_identity = OperationIndex::new(operations);
     let mut paired = vec![false; operations.len()];
     let mut pairs = Vec::with_capacity(items.len());
     let mut unmatched = Vec::new();
     for (item_index, item) in items.iter().enumerate() {
-        let mut operation = first.get(&(item.sandbox_id, item.routing_domain)).copied().unwrap_or(NONE);
-        if operation == NONE && !owned[item_index] {
-            unmatched.push(item_index);
-        }
-        while operation != NONE {
+        let before = pairs.len();
+        for operation in by_identity.of(item.sandbox_id, item.routing_domain) {
             pairs.push((item_index, operation));
             paired[operation] = true;
-            operation = next[operation];
+        }
+        if pairs.len() == before && !owned[item_index] {
+            unmatched.push(item_index);
         }
     }
     let lone_live = (0..operations.len()).filter(|&i| operations.live[i] && !paired[i]).collect();
-    Pairing { pairs, unmatched, lone_live }
+    Pairing { pairs, unmatched, lone_live, by_identity }
 }
 
 /// What the capacity inspection finds for the matched sandboxes.
@@ -189,7 +214,7 @@ struct Matched<'a> {
 /// in a steady fleet they are few, so the rest costs one set of the open
 /// identities and one lookup per pair.
 pub struct Inspector<'p, 'a, 'r> {
-    pairing: &'p Pairing,
+    pairing: &'p Pairing<'a>,
     operations: &'p Operations<'a>,
     /// Positions in `pairing.pairs` of the pairs whose identity no open lease
     /// covers (routing domains compared as `coalesce(x, '')`), in pair order.
@@ -200,20 +225,31 @@ pub struct Inspector<'p, 'a, 'r> {
 }
 
 impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
-    pub fn new(pairing: &'p Pairing, operations: &'p Operations<'a>, open: &Identities<'r>) -> Self {
+    pub fn new(pairing: &'p Pairing<'a>, operations: &'p Operations<'a>, open: &Identities<'r>) -> Self {
         let rows = || open.sandbox_ids.iter().zip(&open.routing_domains);
-        let mut leased: FastSet<(&str, &str)> =
-            FastSet::with_capacity_and_hasher(open.sandbox_ids.len(), Default::default());
-        leased.extend(rows().filter_map(|(sandbox_id, domain)| Some(((*sandbox_id)?, domain.unwrap_or("")))));
+        // The operations an open lease covers: same sandbox, routing domains equal as `coalesce(x, '')`
+        // (a lease without one covers operations with none or '').
+        let mut covered = vec![false; operations.len()];
+        for (sandbox_id, domain) in rows() {
+            let Some(sandbox_id) = *sandbox_id else { continue };
+            let mut cover = |domain| pairing.by_identity.of(sandbox_id, domain).for_each(|o| covered[o] = true);
+            match domain.unwrap_or("") {
+                "" => {
+                    cover(None);
+                    cover(Some(""));
+                }
+                domain => cover(Some(domain)),
+            }
+        }
         let mut uncovered = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
         let mut matched: Vec<Matched> = Vec::new();
         for (position, &(_, operation)) in pairing.pairs.iter().enumerate() {
-            // Paired operations always have a sandbox id.
-            let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
-            if leased.contains(&(sandbox_id, operations.routing_domains[operation].unwrap_or(""))) {
+            if covered[operation] {
                 continue;
             }
+            // Paired operations always have a sandbox id.
+            let sandbox_id = operations.sandbox_ids[operation].unwrap_or("");
             uncovered.push(position);
             index.entry(sandbox_id).or_insert_with(|| {
                 matched.push(Matched::default());
@@ -276,7 +312,7 @@ impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
 }
 
 /// [`Inspector::inspected`] in one call.
-pub fn to_inspect<'a>(pairing: &Pairing, operations: &Operations<'a>, open: &Identities<'_>) -> Vec<&'a str> {
+pub fn to_inspect<'a>(pairing: &Pairing<'a>, operations: &Operations<'a>, open: &Identities<'_>) -> Vec<&'a str> {
     Inspector::new(pairing, operations, open).inspected()
 }
 
@@ -300,9 +336,9 @@ fn record<'r>(
 }
 
 /// [`Inspector`] in one call.
-pub fn inspect<'r>(
-    pairing: &Pairing,
-    operations: &Operations<'_>,
+pub fn inspect<'a, 'r>(
+    pairing: &Pairing<'a>,
+    operations: &Operations<'a>,
     open: &Identities<'r>,
     released: &Identities<'r>,
     terminal: &Identities<'r>,
@@ -444,7 +480,7 @@ mod tests {
         leases: &Identities,
         terminal: &Identities,
         inspected: Option<&dyn Fn(&str) -> bool>,
-    ) -> (Pairing, Inspection) {
+    ) -> ((Vec<(usize, usize)>, Vec<usize>, Vec<usize>), Inspection) {
         let mut pairs = Vec::new();
         for (i, it) in items.iter().enumerate() {
             for j in 0..ops.len() {
@@ -498,7 +534,7 @@ mod tests {
             to_seed,
             seed_operations,
         };
-        (Pairing { pairs, unmatched, lone_live }, inspection)
+        ((pairs, unmatched, lone_live), inspection)
     }
 
     #[test]
@@ -572,7 +608,7 @@ mod tests {
             let (application_pairing, application) = naive(&items, &owned, &ops, &leases, &terminal, None);
             let keep = |s: &str| inspected.contains(&s);
             let (_, counted) = naive(&items, &owned, &ops, &leases, &terminal, Some(&keep));
-            prop_assert_eq!(&pairing, &application_pairing);
+            prop_assert_eq!(&(pairing.pairs.clone(), pairing.unmatched.clone(), pairing.lone_live.clone()), &application_pairing);
             prop_assert_eq!(inspection.to_seed, application.to_seed);
             prop_assert_eq!(&inspection.seed_operations, &application.seed_operations);
             prop_assert_eq!(inspection, counted);

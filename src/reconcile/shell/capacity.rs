@@ -237,8 +237,8 @@ impl<'t> Capacity<'t> {
         &mut self,
         client: &mut SpiClient,
         ledger: &Ledger,
-        pairs: &pairing::Pairing,
-        operations: &pairing::Operations,
+        pairs: &pairing::Pairing<'t>,
+        operations: &pairing::Operations<'t>,
     ) -> pairing::Inspection {
         let (leases_whole, deleted_reach) = self.reach(client, ledger);
 
