@@ -3,7 +3,7 @@
 //! become NULL, duplicates of one identity collapse in first-seen order).
 
 use crate::args::ArgError;
-use crate::fast_hash::FastSet;
+use crate::fast_hash::{hash_of, RowIndex};
 use crate::jsonb::{Container, DecodeError, Item, Kind};
 
 /// One physical Daytona sandbox as the provider lists it, borrowed from the
@@ -97,7 +97,6 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem<'_>>, A
         };
         return Err(ArgError::new("inventory", format!("must be a JSON array, got {got}")));
     }
-    let mut seen = FastSet::with_capacity_and_hasher(root.len(), Default::default());
     let mut items = Vec::with_capacity(root.len());
     for (index, element) in root.elements().enumerate() {
         let object = match element.map_err(unreadable)? {
@@ -131,11 +130,24 @@ pub fn parse_inventory_jsonb(payload: &[u8]) -> Result<Vec<InventoryItem<'_>>, A
             optional(index, routing_domain, "routingDomain")?,
             optional(index, operation_key, "operationKey")?,
         );
-        if seen.insert(item) {
-            items.push(item);
+        items.push(item);
+    }
+    Ok(first_seen(items))
+}
+
+/// The items with duplicates collapsed, the first of each kept where it was. Hashed in a pass of their own
+/// before the table is probed (pairing.rs, `identity_hashes`, says why).
+fn first_seen(items: Vec<InventoryItem<'_>>) -> Vec<InventoryItem<'_>> {
+    let hashes: Vec<u64> = items.iter().map(hash_of).collect();
+    let mut seen = RowIndex::with_capacity(items.len());
+    let mut kept = Vec::with_capacity(items.len());
+    for (row, item) in items.iter().enumerate() {
+        if !seen.rows(hashes[row]).any(|earlier| items[earlier] == *item) {
+            seen.insert(hashes[row], row);
+            kept.push(*item);
         }
     }
-    Ok(items)
+    kept
 }
 
 fn blank_is_null(value: Option<&str>) -> Option<&str> {

@@ -237,7 +237,7 @@ impl<'t> Capacity<'t> {
         &mut self,
         client: &mut SpiClient,
         ledger: &Ledger,
-        pairs: &pairing::Pairing<'t>,
+        pairs: &pairing::Pairing,
         operations: &pairing::Operations<'t>,
     ) -> pairing::Inspection {
         let (leases_whole, deleted_reach) = self.reach(client, ledger);
