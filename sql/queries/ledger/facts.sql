@@ -95,10 +95,11 @@ SELECT pg_catalog.jsonb_build_object(
                         FROM chain JOIN pg_catalog.pg_type AS d ON d.oid = chain.oid
                         WHERE d.typtype = 'd' AND chain.depth < 100
                     )
+                    -- (The last link found by the type's key, not a scan of pg_type per column.)
                     SELECT b.oid, b.typname, n.nspname, b.typtype
-                    FROM chain JOIN pg_catalog.pg_type AS b ON b.oid = chain.oid
+                    FROM pg_catalog.pg_type AS b
                     JOIN pg_catalog.pg_namespace AS n ON n.oid = b.typnamespace
-                    ORDER BY chain.depth DESC LIMIT 1
+                    WHERE b.oid = (SELECT chain.oid FROM chain ORDER BY chain.depth DESC LIMIT 1)
                 ) AS base
                 LEFT JOIN pg_catalog.pg_attrdef AS d
                   ON d.adrelid = a.attrelid AND d.adnum = a.attnum
