@@ -84,12 +84,21 @@ fn build(su: &mut Client, c: &Cluster, schema: &str, triggers: bool) {
     }
 }
 
+/// The tests of this file one at a time: one of them changes the server's own TimeZone (ALTER SYSTEM), which the
+/// others' owners (without a TimeZone of their own) would otherwise run with halfway through.
+static SERVER_FILES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SERVER_FILES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn distinct(c: &mut Client, sql: &str) -> Vec<String> {
     c.query(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {}", db_error(&e))).iter().map(|r| r.get(0)).collect()
 }
 
 #[test]
 fn set_clauses_of_the_owners_triggers_win_for_the_owner_an_operator_and_a_superuser() {
+    let _one = one_at_a_time();
     const OPERATOR: &str = "rs_settings_operator";
     const AUDITOR: &str = "rs_settings_auditor";
     let c = Cluster { db: "it_owner_settings", app: "rs_settings_app" };
@@ -198,6 +207,7 @@ VALUES ('op-kept', 'daytona', 'run-kept', 1, 'org-1', 'sb-kept', 'live', localti
 
 #[test]
 fn the_owners_time_zone_holds_while_the_ledger_is_read_and_written() {
+    let _one = one_at_a_time();
     let c = Cluster { db: "it_owner_time_zone", app: "rs_time_zone_app" };
     let app = c.app;
     common::drop_database(c.db);
@@ -253,4 +263,67 @@ fn the_owners_time_zone_holds_while_the_ledger_is_read_and_written() {
     drop(su);
     common::drop_database(c.db);
     admin.batch_execute(&format!("DROP ROLE {app}")).unwrap();
+}
+
+/// An owner without a TimeZone of its own runs with the server's (its files'), which the extension reads once per
+/// configuration load: after ALTER SYSTEM and a reload, the same session's next call writes the new wall clock.
+#[test]
+fn the_servers_time_zone_is_read_again_after_a_reload() {
+    let _one = one_at_a_time();
+    let c = Cluster { db: "it_owner_file_zone", app: "rs_file_zone_app" };
+    let app = c.app;
+    common::drop_database(c.db);
+    let mut admin = common::connect("postgres");
+    admin.batch_execute(&format!("DROP ROLE IF EXISTS {app}; CREATE ROLE {app} LOGIN;")).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {}", c.db)).unwrap();
+    /// The server's TimeZone put back however the test ends.
+    struct Reset(Client);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = self.0.batch_execute("ALTER SYSTEM RESET timezone");
+            let _ = self.0.batch_execute("SELECT pg_reload_conf()");
+        }
+    }
+    let mut admin = Reset(admin);
+    let mut su = c.connect(None);
+    su.batch_execute("CREATE EXTENSION runtime_sandbox; SET client_min_messages = warning;").unwrap();
+    let call = r#"SELECT (absent_candidates, marked_deleted, status)::text
+                  FROM runtime_sandbox.reconcile_daytona('[{"sandboxId": "sb-kept"}]', now(), false, ledger_schema => '@s@',
+                                                         max_absent_ratio => 1)"#;
+    // One session for both calls, in UTC.
+    let mut conn = c.connect(None);
+    conn.batch_execute("SET TIME ZONE 'UTC'").unwrap();
+    for (schema, zone) in [("in_tokyo", "Asia/Tokyo"), ("in_new_york", "America/New_York")] {
+        let loaded: String = conn.query_one("SELECT pg_conf_load_time()::text", &[]).unwrap().get(0);
+        // (ALTER SYSTEM runs outside a transaction block: a statement of its own.)
+        admin.0.batch_execute(&format!("ALTER SYSTEM SET timezone = '{zone}'")).unwrap();
+        admin.0.batch_execute("SELECT pg_reload_conf()").unwrap();
+        // The session takes the reload before its next statement once the signal has reached it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while conn.query_one("SELECT pg_conf_load_time()::text", &[]).unwrap().get::<_, String>(0) == loaded {
+            assert!(std::time::Instant::now() < deadline, "the session did not reload its configuration");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        su.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema} AUTHORIZATION {app};
+             SELECT runtime_sandbox.install_ledger('{schema}');"
+        ))
+        .unwrap();
+        // The owner's session starts in the server's new TimeZone: its wall clock is that zone's.
+        c.connect(Some(app)).batch_execute(&sql(WALL_CLOCK, schema)).unwrap_or_else(|e| panic!("{}", db_error(&e)));
+        let row = conn.query_one(&sql(call, schema), &[]).unwrap_or_else(|e| panic!("{schema}: {}", db_error(&e)));
+        assert_eq!(row.get::<_, String>(0), "(4,4,applied)", "{zone}");
+        let marked = distinct(
+            &mut su,
+            &format!(
+                "SELECT operation_key || ' ' || (abs(extract(epoch FROM delete_confirmed_at - (now() AT TIME ZONE '{zone}'))) < 600)
+                 FROM {schema}.runtime_sandbox_operations WHERE delete_confirmed_at IS NOT NULL ORDER BY 1"
+            ),
+        );
+        assert_eq!(marked, ["op-old-1 true", "op-old-2 true", "op-old-3 true", "op-old-4 true"], "{zone}");
+    }
+    assert_eq!(distinct(&mut conn, "SELECT current_setting('TimeZone')"), ["UTC"]);
+    drop((su, conn));
+    common::drop_database(c.db);
+    admin.0.batch_execute(&format!("DROP ROLE {app}")).unwrap();
 }

@@ -347,18 +347,40 @@ impl OwnerSettings {
             // Without a role or database setting the server's own applies (its
             // files: readable by a superuser or whom it granted them).
             if settings.time_zone.is_none() && server_files_readable() {
-                settings.time_zone = client
-                    .select(include_str!("../../sql/queries/shell/server_time_zone.sql"), Some(1), &[])?
-                    .into_iter()
-                    .next()
-                    .map(|row| row.get::<String>(1))
-                    .transpose()?
-                    .flatten();
+                settings.time_zone = server_time_zone(client)?;
             }
             Ok::<_, pgrx::spi::SpiError>(settings)
         })
         .unwrap_or_else(|e| pgrx::error!("runtime_sandbox: reading the owner's settings: {e}"))
     }
+}
+
+thread_local! {
+    /// The TimeZone the server's files set, as read after the configuration was last loaded (`PgReloadTime`).
+    static SERVER_TIME_ZONE: std::cell::RefCell<Option<(pg_sys::TimestampTz, Option<String>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The TimeZone the server's files set (server_time_zone.sql), read once per configuration load of this backend:
+/// the server applies its files only when it loads them, and parsing them on every call cost a backfill page
+/// 0.4 ms of its 6.
+fn server_time_zone(client: &pgrx::spi::SpiClient) -> Result<Option<String>, pgrx::spi::SpiError> {
+    // SAFETY: a plain read of the backend's own global, set when it (re)loads its configuration.
+    let loaded = unsafe { pg_sys::PgReloadTime };
+    if let Some((at, zone)) = SERVER_TIME_ZONE.with(|cache| cache.borrow().clone()) {
+        if at == loaded {
+            return Ok(zone);
+        }
+    }
+    let zone = client
+        .select(include_str!("../../sql/queries/shell/server_time_zone.sql"), Some(1), &[])?
+        .into_iter()
+        .next()
+        .map(|row| row.get::<String>(1))
+        .transpose()?
+        .flatten();
+    SERVER_TIME_ZONE.with(|cache| *cache.borrow_mut() = Some((loaded, zone.clone())));
+    Ok(zone)
 }
 
 /// Whether the current user may call pg_show_all_file_settings().
