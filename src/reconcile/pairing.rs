@@ -86,13 +86,13 @@ pub struct Pairing {
     pub lone_live: Vec<usize>,
     /// The operations by identity, kept for the inspection: the open leases are looked up in it (one probe
     /// per lease) rather than gathered into a second table of as many identities.
-    by_identity: OperationIndex,
+    by_identity: IdentityIndex,
 }
 
-/// The operations by (sandbox_id, routing_domain), every one of them (a schema without the unique identity
-/// key may hold several of one identity), found in read order.
+/// Rows of (sandbox_id, routing_domain) columns by identity, every one of them (a schema without the unique
+/// identity key may hold several of one identity), found in read order: the operations, the deleted cleanups.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct OperationIndex(RowIndex);
+struct IdentityIndex(RowIndex);
 
 fn identity_hash(sandbox_id: &str, routing_domain: Option<&str>) -> u64 {
     hash_of(&(sandbox_id, routing_domain))
@@ -105,43 +105,42 @@ fn identity_hashes(sandbox_ids: &[Option<&str>], routing_domains: &[Option<&str>
     sandbox_ids.iter().zip(routing_domains).map(|(sandbox_id, domain)| sandbox_id.map(|s| identity_hash(s, *domain))).collect()
 }
 
-impl OperationIndex {
-    fn new(operations: &Operations) -> Self {
-        let hashes = identity_hashes(&operations.sandbox_ids, &operations.routing_domains);
-        let mut rows = RowIndex::with_capacity(operations.len());
-        for (index, hash) in hashes.into_iter().enumerate() {
+impl IdentityIndex {
+    fn new(sandbox_ids: &[Option<&str>], routing_domains: &[Option<&str>]) -> Self {
+        let mut rows = RowIndex::with_capacity(sandbox_ids.len());
+        for (row, hash) in identity_hashes(sandbox_ids, routing_domains).into_iter().enumerate() {
             if let Some(hash) = hash {
-                rows.insert(hash, index);
+                rows.insert(hash, row);
             }
         }
-        OperationIndex(rows)
+        IdentityIndex(rows)
     }
 
-    /// The operations of one identity (`hash`: its [`identity_hash`]), in read order.
+    /// The rows of one identity (`hash`: its [`identity_hash`]) in the columns the index was built from, in
+    /// read order.
     fn of<'i>(
         &'i self,
-        operations: &'i Operations,
+        (sandbox_ids, routing_domains): (&'i [Option<&str>], &'i [Option<&str>]),
         hash: u64,
         sandbox_id: &'i str,
         routing_domain: Option<&'i str>,
     ) -> impl Iterator<Item = usize> + 'i {
-        self.0.rows(hash).filter(move |&operation| {
-            operations.sandbox_ids[operation] == Some(sandbox_id) && operations.routing_domains[operation] == routing_domain
-        })
+        self.0.rows(hash).filter(move |&row| sandbox_ids[row] == Some(sandbox_id) && routing_domains[row] == routing_domain)
     }
 }
 
 /// Pair items and operations: same sandbox id and `routing_domain IS NOT
 /// DISTINCT FROM`. An operation without a sandbox id matches nothing.
 pub fn pair(items: &[InventoryItem<'_>], owned: &[bool], operations: &Operations) -> Pairing {
-    let by_identity = OperationIndex::new(operations);
+    let by_identity = IdentityIndex::new(&operations.sandbox_ids, &operations.routing_domains);
+    let columns = (&operations.sandbox_ids[..], &operations.routing_domains[..]);
     let hashes: Vec<u64> = items.iter().map(|item| identity_hash(item.sandbox_id, item.routing_domain)).collect();
     let mut paired = vec![false; operations.len()];
     let mut pairs = Vec::with_capacity(items.len());
     let mut unmatched = Vec::new();
     for (item_index, item) in items.iter().enumerate() {
         let before = pairs.len();
-        for operation in by_identity.of(operations, hashes[item_index], item.sandbox_id, item.routing_domain) {
+        for operation in by_identity.of(columns, hashes[item_index], item.sandbox_id, item.routing_domain) {
             pairs.push((item_index, operation));
             paired[operation] = true;
         }
@@ -234,13 +233,13 @@ pub struct Inspector<'p, 'a, 'r> {
 impl<'p, 'a, 'r> Inspector<'p, 'a, 'r> {
     pub fn new(pairing: &'p Pairing, operations: &'p Operations<'a>, open: &Identities<'r>) -> Self {
         let rows = || open.sandbox_ids.iter().zip(&open.routing_domains);
-        // The operations an open lease covers: same sandbox, routing domains equal as `coalesce(x, '')`
-        // (a lease without one covers operations with none or '').
-        // A lease without a routing domain (NULL or '') is looked up under NULL, then under '' below.
+        // The operations an open lease covers: same sandbox, routing domains equal as `coalesce(x, '')` (a
+        // lease without one, NULL or '', is looked up under both, the other one after the first pass).
         let hashes = identity_hashes(&open.sandbox_ids, &open.routing_domains);
+        let columns = (&operations.sandbox_ids[..], &operations.routing_domains[..]);
         let mut covered = vec![false; operations.len()];
         let mut cover = |hash, sandbox_id, domain| {
-            pairing.by_identity.of(operations, hash, sandbox_id, domain).for_each(|o| covered[o] = true)
+            pairing.by_identity.of(columns, hash, sandbox_id, domain).for_each(|o| covered[o] = true)
         };
         let mut blank = Vec::new();
         for ((sandbox_id, domain), hash) in rows().zip(&hashes) {
@@ -367,18 +366,14 @@ pub fn inspect<'a, 'r>(
 /// are never read. Each lease once, in order.
 pub fn terminal_candidates<'a>(open: [&[Option<&'a str>]; 3], deleted: [&[Option<&str>]; 2]) -> Vec<&'a str> {
     let [leases, sandboxes, domains] = open;
-    let mut by_identity = RowIndex::with_capacity(deleted[0].len());
-    for (row, hash) in identity_hashes(deleted[0], deleted[1]).into_iter().enumerate() {
-        if let Some(hash) = hash {
-            by_identity.insert(hash, row);
-        }
-    }
-    let is_deleted = |sandbox_id: &str, domain: Option<&str>| {
-        by_identity.rows(identity_hash(sandbox_id, domain)).any(|row| deleted[0][row] == Some(sandbox_id) && deleted[1][row] == domain)
-    };
+    let by_identity = IdentityIndex::new(deleted[0], deleted[1]);
+    let hashes = identity_hashes(sandboxes, domains);
     let mut seen = FastSet::default();
     (0..leases.len())
-        .filter(|&i| sandboxes[i].is_some_and(|s| is_deleted(s, domains[i])))
+        .filter(|&i| match (sandboxes[i], hashes[i]) {
+            (Some(sandbox_id), Some(hash)) => by_identity.of((deleted[0], deleted[1]), hash, sandbox_id, domains[i]).next().is_some(),
+            _ => false,
+        })
         .filter_map(|i| leases[i])
         .filter(|id| seen.insert(*id))
         .collect()
