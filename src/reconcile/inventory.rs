@@ -27,8 +27,23 @@ impl<'a> InventoryItem<'a> {
 /// listing is trimmed with in SQL (`btrim(value, JS_WHITESPACE)`).
 pub const JS_WHITESPACE: &str = "\u{0009}\u{000A}\u{000B}\u{000C}\u{000D}\u{0020}\u{00A0}\u{1680}\u{2000}\u{2001}\u{2002}\u{2003}\u{2004}\u{2005}\u{2006}\u{2007}\u{2008}\u{2009}\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}";
 
+/// Whether `c` is in [`JS_WHITESPACE`] (a match, not a search of that string: it runs for both ends of
+/// every id of the listing).
 fn is_js_whitespace(c: char) -> bool {
-    JS_WHITESPACE.contains(c)
+    matches!(
+        c,
+        '\u{0009}'..='\u{000D}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200A}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202F}'
+            | '\u{205F}'
+            | '\u{3000}'
+            | '\u{FEFF}'
+    )
 }
 
 pub fn js_trim(value: &str) -> &str {
@@ -178,6 +193,13 @@ impl InventoryColumns {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_whitespace_match_is_the_whitespace_list() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            assert_eq!(is_js_whitespace(c), JS_WHITESPACE.contains(c), "U+{:04X}", c as u32);
+        }
+    }
 
     /// An item as the tests compare it (owned: the parsed ones borrow from bytes the helper drops).
     type Owned = (String, Option<String>, Option<String>);

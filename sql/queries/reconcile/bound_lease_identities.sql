@@ -1,6 +1,6 @@
 -- (sandbox, routing domain) of the leases $1 recovery just bound, as they are now.
 -- Each text column comes as its values run together and their lengths
--- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+-- (the shell cuts them apart: `cut` in src/reconcile/shell/capacity.rs).
 SELECT string_agg(lease.sandbox_id::text, ''), array_agg(octet_length(lease.sandbox_id::text)),
        string_agg(lease.routing_domain::text, ''), array_agg(octet_length(lease.routing_domain::text))
 FROM unnest($1::text[]) AS probe(lease_id)

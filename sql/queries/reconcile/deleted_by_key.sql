@@ -7,7 +7,7 @@
 -- rather walk the whole index. PostgreSQL 17 scans such keys leaf page by
 -- leaf page instead of one descent per key.
 -- Each text column comes as its values run together and their lengths
--- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+-- (the shell cuts them apart: `cut` in src/reconcile/shell/capacity.rs).
 SELECT string_agg(cleanup.sandbox_id::text, ''), array_agg(octet_length(cleanup.sandbox_id::text)),
        string_agg(cleanup.routing_domain::text, ''), array_agg(octet_length(cleanup.routing_domain::text)),
        string_agg(cleanup.run_id::text, ''), array_agg(octet_length(cleanup.run_id::text))

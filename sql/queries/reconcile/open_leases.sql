@@ -4,7 +4,7 @@
 -- the history. Their runs are not read: release_terminal_capacity.sql
 -- compares them for the few with a deleted cleanup of their identity.
 -- Each text column comes as its values run together and their lengths
--- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+-- (the shell cuts them apart: `cut` in src/reconcile/shell/capacity.rs).
 SELECT string_agg(lease_id::text, ''), array_agg(octet_length(lease_id::text)),
        string_agg(sandbox_id::text, ''), array_agg(octet_length(sandbox_id::text)),
        string_agg(routing_domain::text, ''), array_agg(octet_length(routing_domain::text))

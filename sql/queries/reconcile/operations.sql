@@ -8,7 +8,7 @@
 -- bitmap of the current-operations index (the shell turns off the scans that
 -- read the whole table, settings.sql); the deleted history never is.
 -- Each text column comes as its values run together and their lengths
--- (the shell cuts them apart: `cut` in src/reconcile/shell.rs).
+-- (the shell cuts them apart: `cut` in src/reconcile/shell/capacity.rs).
 SELECT string_agg(operation_key::text, ''), array_agg(octet_length(operation_key::text)),
        string_agg(sandbox_id::text, ''), array_agg(octet_length(sandbox_id::text)),
        string_agg(routing_domain::text, ''), array_agg(octet_length(routing_domain::text)),

@@ -37,6 +37,7 @@ const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../../sql/queries/recon
 const WOULD_RELEASE_FROM_CLEANUPS: &str = include_str!("../../../sql/queries/reconcile/would_release_from_cleanups.sql");
 const WOULD_RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../../sql/queries/reconcile/would_release_terminal_capacity.sql");
 const OPEN_LEASES: &str = include_str!("../../../sql/queries/reconcile/open_leases.sql");
+const LEASES_WHOLE: &str = include_str!("../../../sql/queries/reconcile/leases_whole.sql");
 const LEASE_IDENTITIES: &str = include_str!("../../../sql/queries/reconcile/lease_identities.sql");
 const LEASE_IDENTITIES_OPEN: &str = include_str!("../../../sql/queries/reconcile/lease_identities_open.sql");
 const RELEASED_LEASE_IDENTITIES: &str = include_str!("../../../sql/queries/reconcile/released_lease_identities.sql");
@@ -62,6 +63,24 @@ impl<'t, const N: usize> Columns<'t, N> {
     }
 }
 
+impl<'t> Columns<'t, 5> {
+    /// leases_whole.sql's read: the open leases (id, sandbox, routing domain)
+    /// and the released ones (sandbox, routing domain).
+    fn open_and_released(self) -> (Columns<'t, 3>, Columns<'t, 2>) {
+        let [ids, sandboxes, domains, released_sandboxes, released_domains] = self.0;
+        (Columns([ids, sandboxes, domains]), Columns([released_sandboxes, released_domains]))
+    }
+}
+
+impl<'t> Columns<'t, 4> {
+    /// lease_identities.sql's read: the open leases (sandbox, routing domain)
+    /// and the released ones.
+    fn open_and_released(self) -> (Columns<'t, 2>, Columns<'t, 2>) {
+        let [sandboxes, domains, released_sandboxes, released_domains] = self.0;
+        (Columns([sandboxes, domains]), Columns([released_sandboxes, released_domains]))
+    }
+}
+
 /// A text column read as `string_agg(x, ''), array_agg(octet_length(x))`
 /// (result columns `c` and `c + 1`): its values cut from the one string by
 /// their lengths, NULL where the length is. PostgreSQL builds that string and
@@ -71,7 +90,12 @@ impl<'t, const N: usize> Columns<'t, N> {
 pub(crate) fn cut<'t>(table: &SpiTupleTable, c: usize) -> Vec<Option<&'t str>> {
     let joined: &'t str = table.get::<&'t str>(c).read_value().unwrap_or_default();
     let lengths = table.get::<Array<i32>>(c + 1).read_value();
-    reach::cut_by_lengths(joined, lengths.iter().flat_map(|l| l.iter())).unwrap_or_else(|| {
+    // Read in place when no length is NULL (no value is), else element by element.
+    let cut = match lengths.as_ref().map(Array::as_slice) {
+        Some(Ok(lengths)) => reach::cut_by_lengths(joined, lengths.iter().map(|&l| Some(l))),
+        _ => reach::cut_by_lengths(joined, lengths.iter().flat_map(|l| l.iter())),
+    };
+    cut.unwrap_or_else(|| {
         error!("runtime_sandbox: a statement's result could not be read: column {c} does not fit its lengths")
     })
 }
@@ -131,6 +155,9 @@ pub struct Capacity<'t> {
     /// The open leases (lease id, sandbox, routing domain), when the first
     /// pass read them.
     open: Option<Columns<'t, 3>>,
+    /// The released leases (sandbox, routing domain), when the first pass
+    /// read the whole table.
+    released: Option<Columns<'t, 2>>,
     /// Deleted cleanups read (sandbox, routing domain, run): all of them, or
     /// those of the open leases' sandboxes and of `probed`.
     deleted: Vec<Columns<'t, 3>>,
@@ -149,6 +176,7 @@ impl<'t> Capacity<'t> {
             reach: None,
             by_key: ByKey::default(),
             open: None,
+            released: None,
             deleted: Vec::new(),
             probed: FastSet::default(),
             first_probed: Vec::new(),
@@ -175,14 +203,22 @@ impl<'t> Capacity<'t> {
     /// `count_only`: a dry run's count of the same leases, read only (the
     /// rows read are kept for the inspection as an apply's are).
     pub fn release_first(&mut self, client: &mut SpiClient, ledger: &Ledger, count_only: bool) -> i64 {
-        let deleted_reach = self.reach(client, ledger).1;
+        let (leases_whole, deleted_reach) = self.reach(client, ledger);
         if deleted_reach == DeletedReach::Few {
             if count_only {
                 return run_count(client, &ledger.sql(WOULD_RELEASE_FROM_CLEANUPS), &[]);
             }
             return run_count(client, &ledger.sql(RELEASE_FROM_CLEANUPS), &[clock()]);
         }
-        let open = planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<3>::read(client, &ledger.sql(OPEN_LEASES), &[]));
+        // A small lease table is read whole once, here, for the inspection too (one scan instead of the open
+        // leases now and every lease later).
+        let open = if leases_whole {
+            let (open, released) = Columns::<5>::read(client, &ledger.sql(LEASES_WHOLE), &[]).open_and_released();
+            self.released = Some(released);
+            open
+        } else {
+            planned(client, THROUGH_PARTIAL_INDEX, |client| Columns::<3>::read(client, &ledger.sql(OPEN_LEASES), &[]))
+        };
         let deleted = if deleted_reach == DeletedReach::Whole {
             Columns::<3>::read(client, &ledger.sql(DELETED), &[])
         } else {
@@ -242,25 +278,29 @@ impl<'t> Capacity<'t> {
     ) -> pairing::Inspection {
         let (leases_whole, deleted_reach) = self.reach(client, ledger);
 
-        // Open leases: the whole table's rows, flagged (a small table); or the
-        // open ones as the first pass read them, with the ones recovery bound
-        // re-read; or read now (a dry run).
-        let reuse_open = !leases_whole && self.open.is_some();
-        let whole = leases_whole.then(|| Columns::<4>::read(client, &ledger.sql(LEASE_IDENTITIES), &[]));
+        // Open leases: as the first pass read them, with the ones recovery bound re-read (their rows read
+        // before recovery are stale); or read now (a dry run, or no first pass read): the whole table's
+        // rows, the released ones apart (a small table), or the open ones.
+        // Leases the first pass released count as open here: either way they cover their identity (an
+        // open lease covers its pairs; a released one is among the inspected sandboxes' leases).
+        let reuse_open = self.open.is_some();
+        let mut released_read = None;
         let mut open_reads: Vec<Columns<2>> = Vec::new();
         if reuse_open && !self.bound.is_empty() {
             open_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
-        } else if !leases_whole && !reuse_open {
+        } else if leases_whole && !reuse_open {
+            let (open, released) = Columns::<4>::read(client, &ledger.sql(LEASE_IDENTITIES), &[]).open_and_released();
+            open_reads.push(open);
+            released_read = Some(released);
+        } else if !reuse_open {
             open_reads.push(planned(client, THROUGH_PARTIAL_INDEX, |client| {
                 Columns::read(client, &ledger.sql(LEASE_IDENTITIES_OPEN), &[])
             }));
         }
-        let first_pass = if reuse_open { self.open.as_ref().map(Columns::columns) } else { None };
-        let whole_columns = whole.as_ref().map(Columns::columns);
         let bound: FastSet<&str> = self.bound.iter().map(String::as_str).collect();
         let mut open = pairing::Identities::default();
         let mut released = pairing::Identities::default();
-        if let Some([ids, sandboxes, domains]) = first_pass {
+        if let Some([ids, sandboxes, domains]) = self.open.as_ref().map(Columns::columns) {
             for i in (0..ids.len()).filter(|&i| !bound.contains(ids[i].unwrap_or_default())) {
                 open.sandbox_ids.push(sandboxes[i]);
                 open.routing_domains.push(domains[i]);
@@ -270,11 +310,9 @@ impl<'t> Capacity<'t> {
             open.sandbox_ids.extend(sandboxes);
             open.routing_domains.extend(domains);
         }
-        if let Some([open_sandboxes, open_domains, released_sandboxes, released_domains]) = &whole_columns {
-            open.sandbox_ids.extend(open_sandboxes);
-            open.routing_domains.extend(open_domains);
-            released.sandbox_ids.extend(released_sandboxes);
-            released.routing_domains.extend(released_domains);
+        if let Some([sandboxes, domains]) = self.released.as_ref().or(released_read.as_ref()).map(Columns::columns) {
+            released.sandbox_ids.extend(sandboxes);
+            released.routing_domains.extend(domains);
         }
         let inspector = pairing::Inspector::new(pairs, operations, &open);
         let inspected = inspector.inspected();

@@ -247,6 +247,12 @@ fn reconcile(
 /// whole table, history included, which statistics make look cheaper.
 pub(super) const THROUGH_PARTIAL_INDEX: &[(&str, &str)] = &[("enable_seqscan", "off"), ("enable_indexscan", "off")];
 
+/// A statement that writes a known few rows of a large table finds each by
+/// its key: never by hashing the whole table (which a table's low cost per
+/// page can make look cheaper than the probes).
+pub(super) const BY_KEY: &[(&str, &str)] =
+    &[("enable_seqscan", "off"), ("enable_hashjoin", "off"), ("enable_mergejoin", "off")];
+
 /// The released-lease probes are plain index probes, not a bitmap each.
 pub(super) const PLAIN_PROBES: &[(&str, &str)] = &[("enable_bitmapscan", "off")];
 

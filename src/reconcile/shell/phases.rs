@@ -2,7 +2,7 @@
 //! the valve, seed, mark, the second release), each a statement of `sql/queries/reconcile/`.
 
 use super::capacity::Capacity;
-use super::{Listing, Options, THROUGH_PARTIAL_INDEX};
+use super::{Listing, Options, BY_KEY, THROUGH_PARTIAL_INDEX};
 use crate::reconcile::inventory::{InventoryColumns, InventoryItem};
 use crate::reconcile::pairing;
 use crate::reconcile::reach;
@@ -328,15 +328,12 @@ fn recover_in_steps(client: &mut SpiClient, ledger: &Ledger, options: &Options, 
         .into_iter()
         .filter(|p| matches!((&p.run_id, p.attempt), (Some(run), Some(attempt)) if recorded.contains(&(run.clone(), attempt))))
         .collect();
-    let (table, _) = execute(
-        client,
-        &ledger.sql(RECOVER_BIND),
-        &[
-            column(&written, |p| &p.key).into(),
-            column(&written, |p| &p.sandbox_id).into(),
-            column(&written, |p| &p.routing_domain).into(),
-        ],
-    );
+    let params = [
+        column(&written, |p| &p.key).into(),
+        column(&written, |p| &p.sandbox_id).into(),
+        column(&written, |p| &p.routing_domain).into(),
+    ];
+    let (table, _) = planned(client, BY_KEY, |client| execute(client, &ledger.sql(RECOVER_BIND), &params));
     // lease id -> where the lease was stored: the cleanup rows follow that
     // order (as a scan of the leases would give them).
     let bound: crate::fast_hash::FastMap<String, (f64, f64)> = table
