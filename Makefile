@@ -44,7 +44,7 @@ export RUNTIME_SANDBOX_TEST_PGDATA := $(TEST_PGDATA)
 .PHONY: help setup setup-build build install install-dev package test test-one test-light test-core test-pg \
         test-it test-integration test-regress test-pgspot test-package test-pg-upgrade test-citus \
         test-citus-installed demo demo-stop bench bench-table bench-stock bench-managed bench-reconcile \
-        bench-backfill bench-recorder bench-tick bench-citus clean
+        bench-backfill bench-recorder bench-tick bench-latest bench-citus clean
 
 ## This list.
 help:
@@ -131,14 +131,14 @@ demo-stop:
 
 ## Every benchmark in the demo cluster, then one table of figures against targets (target/bench/table.txt).
 bench: setup install
-	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT) && bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill recorder tick
+	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT) && bench/run.sh "$(PSQL)" $(BENCH_OUT) stock managed reconcile backfill recorder tick latest
 
 ## The table of the last `make bench` again, from its logs.
 bench-table:
 	@bench/table.sh $(or $(wildcard $(BENCH_OUT)/*.log),/dev/null)
 
-## One benchmark (bench-stock, -managed, -reconcile, -backfill, -recorder, -tick; -citus is not in `make bench`).
-bench-stock bench-managed bench-reconcile bench-backfill bench-recorder bench-tick bench-citus: setup install
+## One benchmark (bench-stock, -managed, -reconcile, -backfill, -recorder, -tick, -latest; -citus is not in `make bench`).
+bench-stock bench-managed bench-reconcile bench-backfill bench-recorder bench-tick bench-latest bench-citus: setup install
 	@scripts/cluster.sh start $(DEMO_DIR) $(DEMO_PORT) && bench/$(@:bench-%=%).sh "$(PSQL)"
 
 clean:

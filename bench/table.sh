@@ -25,6 +25,7 @@ for shape in clean messy; do
 done
 EXPECTED+=(recorder.100k recorder.100k.memory)
 EXPECTED+=(tick.1m.total tick.1m.listing tick.1m.record tick.1m.apply tick.1m.memory)
+EXPECTED+=(latest.growth.apply latest.growth.dry latest.100k.apply latest.100k.dry latest.1m.apply latest.1m.dry)
 
 cat "$@" | { grep -a '^BENCH|' || true; } | awk -F'|' -v expected="${EXPECTED[*]}" '
 function checked(value, target,    op, limit) {
