@@ -70,8 +70,8 @@ pub fn hash_of<K: Hash + ?Sized>(key: &K) -> u64 {
 /// Rows of the caller's own columns found by their key's hash: the table keeps only the row number and 32 bits
 /// of the hash, 8 bytes a slot, open addressing with linear probing, at most half full. The keys stay in the
 /// caller's columns, compared only where the hash bits agree. At a million rows this is 16 MB, where a
-/// `HashMap` of `(&str, Option<&str>)` keys held 40 MB and its every probe missed the caches several times:
-/// building and probing a million took 0.1 s instead of 0.7-1.0 s.
+/// `HashMap` of `(&str, Option<&str>)` keys held 40 MB and its every probe missed the caches several times
+/// (`make bench-latest` measures the apply at a million; docs/design/benchmarks.md has the figures).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowIndex {
     slots: Vec<u64>,
