@@ -37,7 +37,6 @@ const RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../../sql/queries/recon
 const WOULD_RELEASE_FROM_CLEANUPS: &str = include_str!("../../../sql/queries/reconcile/would_release_from_cleanups.sql");
 const WOULD_RELEASE_TERMINAL_CAPACITY: &str = include_str!("../../../sql/queries/reconcile/would_release_terminal_capacity.sql");
 const OPEN_LEASES: &str = include_str!("../../../sql/queries/reconcile/open_leases.sql");
-const LEASES_WHOLE: &str = include_str!("../../../sql/queries/reconcile/leases_whole.sql");
 const LEASE_IDENTITIES: &str = include_str!("../../../sql/queries/reconcile/lease_identities.sql");
 const LEASE_IDENTITIES_OPEN: &str = include_str!("../../../sql/queries/reconcile/lease_identities_open.sql");
 const RELEASED_LEASE_IDENTITIES: &str = include_str!("../../../sql/queries/reconcile/released_lease_identities.sql");
@@ -64,20 +63,13 @@ impl<'t, const N: usize> Columns<'t, N> {
 }
 
 impl<'t> Columns<'t, 5> {
-    /// leases_whole.sql's read: the open leases (id, sandbox, routing domain)
-    /// and the released ones (sandbox, routing domain).
-    fn open_and_released(self) -> (Columns<'t, 3>, Columns<'t, 2>) {
-        let [ids, sandboxes, domains, released_sandboxes, released_domains] = self.0;
+    /// lease_identities.sql's read: the open leases (id, sandbox, routing
+    /// domain; no ids unless asked for) and the released ones (sandbox,
+    /// routing domain).
+    fn leases(client: &mut SpiClient, ledger: &Ledger, with_ids: bool) -> (Columns<'t, 3>, Columns<'t, 2>) {
+        let read = Columns::<5>::read(client, &ledger.sql(LEASE_IDENTITIES), &[with_ids.into()]);
+        let [ids, sandboxes, domains, released_sandboxes, released_domains] = read.0;
         (Columns([ids, sandboxes, domains]), Columns([released_sandboxes, released_domains]))
-    }
-}
-
-impl<'t> Columns<'t, 4> {
-    /// lease_identities.sql's read: the open leases (sandbox, routing domain)
-    /// and the released ones.
-    fn open_and_released(self) -> (Columns<'t, 2>, Columns<'t, 2>) {
-        let [sandboxes, domains, released_sandboxes, released_domains] = self.0;
-        (Columns([sandboxes, domains]), Columns([released_sandboxes, released_domains]))
     }
 }
 
@@ -213,7 +205,7 @@ impl<'t> Capacity<'t> {
         // A small lease table is read whole once, here, for the inspection too (one scan instead of the open
         // leases now and every lease later).
         let open = if leases_whole {
-            let (open, released) = Columns::<5>::read(client, &ledger.sql(LEASES_WHOLE), &[]).open_and_released();
+            let (open, released) = Columns::leases(client, ledger, true);
             self.released = Some(released);
             open
         } else {
@@ -289,8 +281,8 @@ impl<'t> Capacity<'t> {
         if reuse_open && !self.bound.is_empty() {
             open_reads.push(Columns::read(client, &ledger.sql(BOUND_LEASE_IDENTITIES), &[self.bound.clone().into()]));
         } else if leases_whole && !reuse_open {
-            let (open, released) = Columns::<4>::read(client, &ledger.sql(LEASE_IDENTITIES), &[]).open_and_released();
-            open_reads.push(open);
+            let (Columns([_, sandboxes, domains]), released) = Columns::leases(client, ledger, false);
+            open_reads.push(Columns([sandboxes, domains]));
             released_read = Some(released);
         } else if !reuse_open {
             open_reads.push(planned(client, THROUGH_PARTIAL_INDEX, |client| {
